@@ -1,0 +1,17 @@
+// Accounts (tenants).
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { newId } from '../lib/ids.js'
+import type { AccountsTable } from './accounts.table.js'
+
+export type Account = AccountsTable
+
+export async function insertAccount(db: Kysely<Database>, name: string, now: Date): Promise<Account> {
+  const account: Account = { id: newId('account'), name, created_at: now.toISOString(), updated_at: now.toISOString() }
+  await db.insertInto('accounts').values(account).execute()
+  return account
+}
+
+export async function findAccount(db: Kysely<Database>, accountId: string): Promise<Account | undefined> {
+  return db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst()
+}

@@ -1,0 +1,6 @@
+export interface AccountsTable {
+  id: string
+  name: string
+  created_at: string
+  updated_at: string
+}

@@ -1,0 +1,154 @@
+// API keys: issue, find for verification, list, revoke, record last use. Tenant-scoped except
+// the lookup by digest, which is how a request finds its tenant.
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { newId } from '../lib/ids.js'
+import { generateApiKey, hashApiKey, redactApiKey, type Scope } from './api-key.js'
+import type { ApiKeysTable } from './api-keys.table.js'
+
+export interface ApiKey {
+  id: string
+  account_id: string
+  name: string
+  /** `service_live_…` + last 4: never the key. */
+  redacted: string
+  scopes: Scope[]
+  created_at: string
+  expires_at: string | null
+  revoked_at: string | null
+  last_used_at: string | null
+}
+
+export interface IssueApiKeyInput {
+  name: string
+  scopes: Scope[]
+  expiresAt: Date | null
+  now: Date
+  prefix: string
+}
+
+/** Returns the stored key and, this once, its secret. */
+export async function issueApiKey(
+  db: Kysely<Database>,
+  accountId: string,
+  input: IssueApiKeyInput,
+): Promise<{ apiKey: ApiKey; secret: string }> {
+  const secret = generateApiKey(input.prefix)
+  const row: ApiKeysTable = {
+    account_id: accountId,
+    id: newId('apiKey'),
+    name: input.name,
+    key_hash: hashApiKey(secret),
+    last4: secret.slice(-4),
+    scopes: JSON.stringify(input.scopes),
+    created_at: input.now.toISOString(),
+    expires_at: input.expiresAt?.toISOString() ?? null,
+    revoked_at: null,
+    last_used_at: null,
+  }
+  await db.insertInto('api_keys').values(row).execute()
+  return { apiKey: toApiKey(row, input.prefix), secret }
+}
+
+export interface KeyWithAccount {
+  key: ApiKey
+  account: { id: string; name: string; created_at: string }
+}
+
+/** The verification lookup: by digest, with its account, whatever its state (the caller checks). */
+export async function findKeyByHash(
+  db: Kysely<Database>,
+  keyHash: string,
+  prefix: string,
+): Promise<KeyWithAccount | undefined> {
+  const row = await db
+    .selectFrom('api_keys')
+    .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+    .selectAll('api_keys')
+    .select(['accounts.name as account_name', 'accounts.created_at as account_created_at'])
+    .where('api_keys.key_hash', '=', keyHash)
+    .executeTakeFirst()
+  if (!row) {
+    return undefined
+  }
+  return {
+    key: toApiKey(row, prefix),
+    account: { id: row.account_id, name: row.account_name, created_at: row.account_created_at },
+  }
+}
+
+export async function listApiKeys(db: Kysely<Database>, accountId: string, prefix: string): Promise<ApiKey[]> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .orderBy('id')
+    .execute()
+  return rows.map((row) => toApiKey(row, prefix))
+}
+
+/** Finds a key by id alone: for the CLI, where an operator names a key without its account. */
+export async function findApiKeyById(db: Kysely<Database>, keyId: string, prefix: string) {
+  const row = await db.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst()
+  return row ? toApiKey(row, prefix) : undefined
+}
+
+/** Revokes now (idempotent: a revoked key keeps its first revocation time). Returns the digest. */
+export async function revokeApiKey(
+  db: Kysely<Database>,
+  accountId: string,
+  keyId: string,
+  now: Date,
+): Promise<{ keyHash: string } | undefined> {
+  await db
+    .updateTable('api_keys')
+    .set({ revoked_at: now.toISOString() })
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .where('revoked_at', 'is', null)
+    .execute()
+  return db
+    .selectFrom('api_keys')
+    .select('key_hash as keyHash')
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .executeTakeFirst()
+}
+
+export async function recordKeysLastUsed(
+  db: Kysely<Database>,
+  uses: Array<{ accountId: string; keyId: string; at: string }>,
+): Promise<void> {
+  for (const use of uses) {
+    await db
+      .updateTable('api_keys')
+      .set({ last_used_at: use.at })
+      .where('account_id', '=', use.accountId)
+      .where('id', '=', use.keyId)
+      .execute()
+  }
+}
+
+export function keyState(key: ApiKey, now: Date): 'active' | 'revoked' | 'expired' {
+  if (key.revoked_at !== null) {
+    return 'revoked'
+  }
+  if (key.expires_at !== null && key.expires_at <= now.toISOString()) {
+    return 'expired'
+  }
+  return 'active'
+}
+
+function toApiKey(row: ApiKeysTable, prefix: string): ApiKey {
+  return {
+    id: row.id,
+    account_id: row.account_id,
+    name: row.name,
+    redacted: redactApiKey(prefix, row.last4),
+    scopes: JSON.parse(row.scopes) as Scope[],
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+    revoked_at: row.revoked_at,
+    last_used_at: row.last_used_at,
+  }
+}

@@ -1,0 +1,98 @@
+// Verifies bearer keys on the request path: format check, then a short-lived in-memory cache in
+// front of the digest lookup, and last-use times written in batches off the request path.
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import type { Clock } from '../lib/clock.js'
+import { hashApiKey } from './api-key.js'
+import { findKeyByHash, type KeyWithAccount, keyState, recordKeysLastUsed } from './api-keys.store.js'
+
+/**
+ * 1 s: a key revoked anywhere (the CLI, another instance) is refused everywhere within 1 s
+ * (DESIGN §5) without any push channel, at the cost of one indexed lookup per key per second.
+ */
+const CACHE_TTL_MS = 1000
+const CACHE_MAX_ENTRIES = 10_000
+/** last_used_at is written at most once a minute per key (DESIGN §5). */
+const LAST_USED_RESOLUTION_MS = 60_000
+const LAST_USED_FLUSH_MS = 5_000
+
+export interface KeyVerifier {
+  /** The key's account and key record when the key is active; undefined otherwise. */
+  verify(key: string): Promise<KeyWithAccount | undefined>
+  /** Forget a key at once (after a revocation through this process). */
+  invalidate(keyHash: string): void
+  /** Write pending last-use times now (tests, shutdown). */
+  flushLastUsed(): Promise<void>
+  close(): Promise<void>
+}
+
+export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: string): KeyVerifier {
+  const cache = new Map<string, { found: KeyWithAccount; loadedAt: number }>()
+  const lastUsedWritten = new Map<string, number>()
+  let pendingUses = new Map<string, { accountId: string; keyId: string; at: string }>()
+
+  async function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
+    const cached = cache.get(keyHash)
+    if (cached && now - cached.loadedAt < CACHE_TTL_MS) {
+      return cached.found
+    }
+    const found = await findKeyByHash(db, keyHash, prefix)
+    if (found) {
+      if (cache.size >= CACHE_MAX_ENTRIES) {
+        // Maps iterate in insertion order: drop the oldest entry.
+        const oldest = cache.keys().next().value
+        if (oldest !== undefined) {
+          cache.delete(oldest)
+        }
+      }
+      cache.set(keyHash, { found, loadedAt: now })
+    } else {
+      cache.delete(keyHash)
+    }
+    return found
+  }
+
+  function noteUse(found: KeyWithAccount, now: Date): void {
+    const last = lastUsedWritten.get(found.key.id) ?? 0
+    if (now.getTime() - last >= LAST_USED_RESOLUTION_MS) {
+      lastUsedWritten.set(found.key.id, now.getTime())
+      pendingUses.set(found.key.id, { accountId: found.account.id, keyId: found.key.id, at: now.toISOString() })
+    }
+  }
+
+  async function flushLastUsed(): Promise<void> {
+    if (pendingUses.size === 0) {
+      return
+    }
+    const uses = [...pendingUses.values()]
+    pendingUses = new Map()
+    await recordKeysLastUsed(db, uses)
+  }
+
+  const timer = setInterval(() => {
+    flushLastUsed().catch(() => {
+      // Best effort: a lost last-use time is refreshed by the next use a minute later.
+    })
+  }, LAST_USED_FLUSH_MS)
+  timer.unref()
+
+  return {
+    async verify(key) {
+      const now = clock.now()
+      const found = await lookup(hashApiKey(key), now.getTime())
+      if (!found || keyState(found.key, now) !== 'active') {
+        return undefined
+      }
+      noteUse(found, now)
+      return found
+    },
+    invalidate(keyHash) {
+      cache.delete(keyHash)
+    },
+    flushLastUsed,
+    async close() {
+      clearInterval(timer)
+      await flushLastUsed()
+    },
+  }
+}

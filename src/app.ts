@@ -1,0 +1,92 @@
+// buildApp(deps): the Fastify instance with every plugin and feature registered. Never listens.
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { accountsRoutes } from './accounts/accounts.routes.js'
+import { contactsRoutes } from './contacts/contacts.routes.js'
+import type { Deps } from './deps.js'
+import { eventsRoutes } from './events/events.routes.js'
+import { accountIdOf, requireApiKey } from './http/auth.js'
+import { AppError, installErrorHandlers, sendProblem } from './http/errors.js'
+import { BODY_LIMIT, installJsonBodyParser } from './http/json-body.js'
+import { registerOpenApi } from './http/openapi.js'
+import { validatorCompiler } from './http/validation.js'
+import { newId } from './lib/ids.js'
+import { healthRoutes } from './observability/health.js'
+import { loggerOptions, redactKeys } from './observability/logger.js'
+
+export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: options.logger === false ? false : loggerOptions(deps.config),
+    // One line per request, written by the onResponse hook below.
+    logController: new LogController({ disableRequestLogging: true }),
+    genReqId: () => newId('request'),
+    requestIdHeader: false,
+    bodyLimit: BODY_LIMIT,
+    // A client that trickles its request is cut off; keep-alive outlives common load balancers' 60 s.
+    requestTimeout: 30_000,
+    connectionTimeout: 60_000,
+    keepAliveTimeout: 72_000,
+    return503OnClosing: true,
+  }).withTypeProvider<TypeBoxTypeProvider>()
+
+  app.setValidatorCompiler(validatorCompiler())
+  installJsonBodyParser(app)
+  installErrorHandlers(app)
+  installNotFoundHandler(app)
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('request-id', request.id)
+  })
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info(
+      {
+        method: request.method,
+        url: redactKeys(request.url),
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+        account_id: accountIdOf(request),
+      },
+      'request',
+    )
+  })
+
+  await registerOpenApi(app, deps.config)
+  await app.register(healthRoutes, { deps })
+  await app.register(
+    async (api) => {
+      requireApiKey(api, deps.keyVerifier, deps.config.keyPrefix)
+      await api.register(accountsRoutes, { deps })
+      await api.register(contactsRoutes, { prefix: '/contacts', deps })
+      await api.register(eventsRoutes, { prefix: '/events', deps })
+    },
+    { prefix: '/api/v1' },
+  )
+  return app
+}
+
+/** 404 for unknown paths; 405 with `Allow` when the path exists under other methods. */
+function installNotFoundHandler(app: FastifyInstance): void {
+  const routes: Array<{ pattern: RegExp; method: string }> = []
+  app.addHook('onRoute', (route) => {
+    const source = route.url
+      .split('/')
+      .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .join('/')
+    for (const method of [route.method].flat()) {
+      routes.push({ pattern: new RegExp(`^${source}$`), method })
+    }
+  })
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? ''
+    const allowed = [...new Set(routes.filter((r) => r.pattern.test(path)).map((r) => r.method))]
+    if (allowed.length > 0) {
+      return sendProblem(
+        reply,
+        new AppError('method_not_allowed', `${request.method} is not allowed here; use ${allowed.join(', ')}.`, {
+          headers: { allow: allowed.join(', ') },
+        }),
+      )
+    }
+    return sendProblem(reply, new AppError('not_found', `Nothing is at ${request.method} ${path}.`))
+  })
+}

@@ -1,0 +1,140 @@
+// Configuration: parsed once from the environment, validated, frozen. Nothing else reads process.env.
+import path from 'node:path'
+
+export type DatabaseConfig =
+  | { kind: 'sqlite'; path: string; synchronous: 'NORMAL' | 'FULL' }
+  | { kind: 'postgres'; url: string }
+
+export interface Config {
+  readonly port: number
+  readonly host: string
+  readonly database: DatabaseConfig
+  /** Public base address of the API ({base_url}). */
+  readonly apiUrl: string
+  /** Public address of the web application ({app_url}). */
+  readonly appUrl: string
+  /** Signs cursors (and later sessions). Undefined on SQLite until resolved from the data dir. */
+  readonly secret: string | undefined
+  readonly keyPrefix: string
+  readonly redisUrl: string | undefined
+  readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number }
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`)
+  }
+}
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
+export const DEFAULT_SQLITE_PATH = './data/contacts.sqlite'
+
+/** Pure: reads only the given env object. Throws ConfigError listing every problem at once. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const problems: string[] = []
+
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const raw = env[name]
+    if (raw === undefined || raw === '') {
+      return fallback
+    }
+    const value = Number(raw)
+    if (!/^\d+$/.test(raw) || value < min || value > max) {
+      problems.push(`${name} must be an integer from ${min} to ${max} (got "${raw}")`)
+      return fallback
+    }
+    return value
+  }
+
+  const port = integer('PORT', 3000, 0, 65535)
+  const host = env.HOST || '127.0.0.1'
+  const database = parseDatabaseUrl(env.DATABASE_URL, env.SQLITE_SYNCHRONOUS, problems)
+
+  const url = (name: string, fallback: string): string => {
+    const raw = env[name] || fallback
+    try {
+      const parsed = new URL(raw)
+      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+        throw new Error('not http')
+      }
+      return raw.replace(/\/+$/, '')
+    } catch {
+      problems.push(`${name} must be an http(s) URL (got "${raw}")`)
+      return fallback
+    }
+  }
+  const apiUrl = url('API_URL', `http://${host.includes(':') ? `[${host}]` : host}:${port}`)
+  const appUrl = url('APP_URL', apiUrl)
+
+  const secret = env.SECRET || undefined
+  if (secret !== undefined && secret.length < 32) {
+    problems.push('SECRET must be at least 32 characters (e.g. `openssl rand -hex 32`)')
+  }
+  if (secret === undefined && database.kind === 'postgres') {
+    problems.push('SECRET is required with PostgreSQL, so that every instance signs alike')
+  }
+
+  const keyPrefix = env.KEY_PREFIX || 'service'
+  if (!/^[a-z][a-z0-9]{0,19}$/.test(keyPrefix)) {
+    problems.push(`KEY_PREFIX must be 1-20 lowercase letters or digits (got "${keyPrefix}")`)
+  }
+
+  const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel']
+  if (!LOG_LEVELS.includes(logLevel)) {
+    problems.push(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')} (got "${logLevel}")`)
+  }
+
+  const rateLimit = {
+    perSecond: integer('RATE_LIMIT_PER_SECOND', 100, 0, 1_000_000),
+    burst: integer('RATE_LIMIT_BURST', 200, 0, 1_000_000),
+  }
+
+  if (problems.length > 0) {
+    throw new ConfigError(problems)
+  }
+  return Object.freeze({
+    port,
+    host,
+    database: Object.freeze(database),
+    apiUrl,
+    appUrl,
+    secret,
+    keyPrefix,
+    redisUrl: env.REDIS_URL || undefined,
+    logLevel,
+    rateLimit: Object.freeze(rateLimit),
+  })
+}
+
+function parseDatabaseUrl(
+  raw: string | undefined,
+  synchronousRaw: string | undefined,
+  problems: string[],
+): DatabaseConfig {
+  const synchronous = (synchronousRaw || 'NORMAL').toUpperCase()
+  if (synchronous !== 'NORMAL' && synchronous !== 'FULL') {
+    problems.push(`SQLITE_SYNCHRONOUS must be NORMAL or FULL (got "${synchronousRaw}")`)
+  }
+  const sync = synchronous === 'FULL' ? 'FULL' : 'NORMAL'
+  if (raw === undefined || raw === '') {
+    return { kind: 'sqlite', path: DEFAULT_SQLITE_PATH, synchronous: sync }
+  }
+  if (raw.startsWith('postgres://') || raw.startsWith('postgresql://')) {
+    return { kind: 'postgres', url: raw }
+  }
+  if (raw.startsWith('sqlite:')) {
+    const file = raw.slice('sqlite:'.length).replace(/^\/\/(?=\/)/, '')
+    if (file === '') {
+      problems.push('DATABASE_URL sqlite: needs a path, e.g. sqlite:./data/contacts.sqlite')
+    }
+    return { kind: 'sqlite', path: file === ':memory:' ? file : path.normalize(file), synchronous: sync }
+  }
+  problems.push(`DATABASE_URL must start with sqlite: or postgres:// (got "${redactUrl(raw)}")`)
+  return { kind: 'sqlite', path: DEFAULT_SQLITE_PATH, synchronous: sync }
+}
+
+/** Hides a password in a connection URL before it is printed. */
+export function redactUrl(raw: string): string {
+  return raw.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
+}

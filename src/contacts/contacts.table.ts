@@ -1,0 +1,21 @@
+export interface ContactsTable {
+  account_id: string
+  id: string
+  /** Lower-cased email: unique per account, serves the `email` filter. */
+  email_lower: string | null
+  /** "\n"-prefixed lower-cased email, names and company, for the `q` prefix filter. */
+  search: string
+  created_at: string
+  updated_at: string
+  /**
+   * The contact's API representation, serialized. It is the source of truth; the columns above
+   * are derived from it by `toContactRow`, so a page is spliced from strings, not rebuilt.
+   */
+  body: string
+}
+
+export interface ContactTagsTable {
+  account_id: string
+  tag: string
+  contact_id: string
+}

@@ -1,0 +1,13 @@
+// The whole database as Kysely sees it, assembled from each feature's table types.
+import type { AccountsTable } from '../accounts/accounts.table.js'
+import type { ApiKeysTable } from '../api-keys/api-keys.table.js'
+import type { ContactsTable, ContactTagsTable } from '../contacts/contacts.table.js'
+import type { EventsTable } from '../events/events.table.js'
+
+export interface Database {
+  accounts: AccountsTable
+  api_keys: ApiKeysTable
+  contacts: ContactsTable
+  contact_tags: ContactTagsTable
+  events: EventsTable
+}

@@ -1,0 +1,41 @@
+// GET /api/v1/events: the account's change events, with the same cursor paging as every list.
+import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Deps } from '../deps.js'
+import { authOf } from '../http/auth.js'
+import { ProblemSchema } from '../http/errors.js'
+import { decodeCursor, encodeCursor, PageEnvelope, PageQuery, pageJson } from '../http/pagination.js'
+import { sendRawJson } from '../http/replies.js'
+import { EVENT_TYPES, EventSchema } from './events.js'
+import { listEventRows } from './events.store.js'
+
+const ListEventsQuery = Type.Object(
+  {
+    ...PageQuery,
+    type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))),
+  },
+  { additionalProperties: false },
+)
+export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
+
+export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  app.get(
+    '',
+    {
+      schema: {
+        summary: 'List events',
+        description: 'Every contact change, oldest first.',
+        querystring: ListEventsQuery,
+        response: { 200: PageEnvelope('events', EventSchema), 400: ProblemSchema, 401: ProblemSchema },
+      },
+    },
+    async (request, reply) => {
+      const { limit, after, ...filters } = request.query
+      const accountId = authOf(request).account.id
+      const scope = { list: 'events', accountId, filters }
+      const afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
+      const rows = await listEventRows(deps.database.db, accountId, { ...filters, afterId, fetch: limit + 1 })
+      return sendRawJson(reply, 200, pageJson('events', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)))
+    },
+  )
+}

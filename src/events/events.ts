@@ -1,0 +1,39 @@
+// Events: every change to a resource is recorded in the same transaction as the change (outbox).
+import { type Static, Type } from '@sinclair/typebox'
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { PrefixedId, Timestamp } from '../http/schemas.js'
+import { newId } from '../lib/ids.js'
+
+export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
+export type EventType = (typeof EVENT_TYPES)[number]
+
+export const EventSchema = Type.Object(
+  {
+    object: Type.Literal('event'),
+    id: PrefixedId('event'),
+    type: Type.Union(EVENT_TYPES.map((t) => Type.Literal(t))),
+    created_at: Timestamp,
+    data: Type.Object({
+      object: Type.Record(Type.String(), Type.Unknown(), {
+        description: 'The resource after the change (for a deletion, as it was).',
+      }),
+    }),
+  },
+  { $id: 'Event', additionalProperties: false },
+)
+export type Event = Static<typeof EventSchema>
+
+export async function recordEvent(
+  trx: Transaction<Database> | Kysely<Database>,
+  accountId: string,
+  type: EventType,
+  object: object,
+  now: string,
+): Promise<void> {
+  const event = { object: 'event', id: newId('event'), type, created_at: now, data: { object } }
+  await trx
+    .insertInto('events')
+    .values({ account_id: accountId, id: event.id, type, created_at: now, body: JSON.stringify(event) })
+    .execute()
+}

@@ -1,0 +1,187 @@
+// The closed set of API error codes, the one status table, and the mapping of every failure
+// (ours, Fastify's, the database's) to an RFC 9457 problem response.
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { type Static, Type } from '@sinclair/typebox'
+
+const CATALOGUE = {
+  invalid_api_key: { status: 401, title: 'Invalid API key' },
+  insufficient_scope: { status: 403, title: 'Insufficient scope' },
+  not_found: { status: 404, title: 'Not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  contact_exists: { status: 409, title: 'Contact exists' },
+  idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
+  invalid_request: { status: 400, title: 'Invalid request' },
+  invalid_parameter: { status: 400, title: 'Invalid parameter' },
+  invalid_cursor: { status: 400, title: 'Invalid cursor' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  rate_limited: { status: 429, title: 'Rate limited' },
+  internal_error: { status: 500, title: 'Internal error' },
+  service_unavailable: { status: 503, title: 'Service unavailable' },
+} as const satisfies Record<string, { status: number; title: string }>
+
+export type ErrorCode = keyof typeof CATALOGUE
+export const ERROR_CODES = Object.keys(CATALOGUE) as ErrorCode[]
+export const statusOf = (code: ErrorCode): number => CATALOGUE[code].status
+export const titleOf = (code: ErrorCode): string => CATALOGUE[code].title
+
+export interface FieldError {
+  field: string
+  message: string
+}
+
+/** A failure the client can act on. Thrown by any layer; turned into a problem response here. */
+export class AppError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly options: {
+      errors?: FieldError[]
+      headers?: Record<string, string>
+      /** Extra members of the problem body (RFC 9457 extensions), e.g. existing_id. */
+      extensions?: Record<string, string>
+    } = {},
+  ) {
+    super(message)
+  }
+}
+
+export const invalidParameter = (field: string, message: string): AppError =>
+  new AppError('invalid_parameter', `${field} ${message}`, { errors: [{ field, message }] })
+
+export const ProblemSchema = Type.Object(
+  {
+    type: Type.String({ examples: ['/docs/errors#invalid_parameter'] }),
+    title: Type.String(),
+    status: Type.Integer(),
+    detail: Type.String(),
+    code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c))),
+    request_id: Type.String(),
+    errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
+    existing_id: Type.Optional(Type.String()),
+  },
+  { $id: 'Problem', description: 'RFC 9457 problem details' },
+)
+export type Problem = Static<typeof ProblemSchema>
+
+export function problemBody(code: ErrorCode, detail: string, requestId: string, extra: object = {}): Problem {
+  return {
+    type: `/docs/errors#${code}`,
+    title: titleOf(code),
+    status: statusOf(code),
+    detail,
+    code,
+    request_id: requestId,
+    ...extra,
+  }
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  const { errors, headers, extensions } = error.options
+  const body = problemBody(error.code, error.message, String(reply.request.id), {
+    ...(errors ? { errors } : {}),
+    ...extensions,
+  })
+  if (headers) {
+    reply.headers(headers)
+  }
+  // Serialized here so a route's response schema can never strip the problem's members.
+  return reply
+    .code(body.status)
+    .type('application/problem+json; charset=utf-8')
+    .serializer((payload) => JSON.stringify(payload))
+    .send(body)
+}
+
+const READ_ONLY_FIELDS = new Set(['id', 'object', 'account_id', 'created_at', 'updated_at'])
+
+/** Translates Ajv's messages into one line a client can act on, naming the field. */
+function fromValidation(error: FastifyError): AppError {
+  const errors: FieldError[] = (error.validation ?? []).map((issue) => {
+    const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.')
+    const params = issue.params as Record<string, unknown>
+    if (issue.keyword === 'additionalProperties') {
+      const name = String(params.additionalProperty)
+      const field = path ? `${path}.${name}` : name
+      return { field, message: READ_ONLY_FIELDS.has(name) && !path ? 'is read-only' : 'is not a known field' }
+    }
+    if (issue.keyword === 'required') {
+      const name = String(params.missingProperty)
+      return { field: path ? `${path}.${name}` : name, message: 'is required' }
+    }
+    const schema = issue.parentSchema as { type?: unknown; minimum?: number; maximum?: number } | undefined
+    if (schema?.type === 'integer' && schema.minimum !== undefined && schema.maximum !== undefined) {
+      return { field: path || 'body', message: `must be an integer from ${schema.minimum} to ${schema.maximum}` }
+    }
+    return { field: path || error.validationContext || 'body', message: issue.message ?? 'is invalid' }
+  })
+  const first = errors[0] ?? { field: 'request', message: 'is invalid' }
+  return new AppError('invalid_parameter', `${first.field} ${first.message}`, { errors })
+}
+
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  '57P01', // admin_shutdown
+  '57P03', // cannot_connect_now
+  '53300', // too_many_connections
+  'SQLITE_BUSY',
+])
+
+/** Maps any error to the AppError a client sees; returns undefined for a real internal error. */
+export function toAppError(error: FastifyError | Error): AppError | undefined {
+  if (error instanceof AppError) {
+    return error
+  }
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation) {
+    return fromValidation(fastifyError)
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new AppError('payload_too_large', 'The request body is larger than 1 MiB.')
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new AppError('unsupported_media_type', 'Send the request body as application/json.')
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new AppError('invalid_request', 'The request body is empty; send a JSON object.')
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new AppError('invalid_request', 'The request body is not valid JSON.')
+  }
+  const dbCode = String((error as { code?: unknown }).code ?? '')
+  if (UNAVAILABLE_CODES.has(dbCode) || /timeout exceeded when trying to connect/i.test(error.message)) {
+    return new AppError('service_unavailable', 'The service is temporarily unavailable; retry shortly.', {
+      headers: { 'retry-after': '1' },
+    })
+  }
+  const status = fastifyError.statusCode
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    if (status === 413) {
+      return new AppError('payload_too_large', 'The request is too large.')
+    }
+    if (status === 415) {
+      return new AppError('unsupported_media_type', 'Send the request body as application/json.')
+    }
+    // Fastify's own 4xx messages are safe (no internals) and specific, e.g. a bad URL encoding.
+    return new AppError('invalid_request', error instanceof SyntaxError ? 'The request body is not valid JSON.' : error.message)
+  }
+  return undefined
+}
+
+export function installErrorHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const appError = toAppError(error)
+    if (appError) {
+      if (appError.code === 'service_unavailable') {
+        request.log.warn({ err: error }, 'database unavailable')
+      }
+      return sendProblem(reply, appError)
+    }
+    // Unknown: log everything, tell the client nothing about internals.
+    request.log.error({ err: error }, 'unhandled error')
+    return sendProblem(reply, new AppError('internal_error', 'Something went wrong on our side.'))
+  })
+}

@@ -1,0 +1,73 @@
+// Public ids: a type prefix and a ULID body (48-bit ms time + 80 random bits, Crockford base32),
+// so sorting by id is creation order and inserts stay at the right edge of the index.
+import { randomBytes } from 'node:crypto'
+
+export const ID_PREFIXES = {
+  account: 'acct',
+  apiKey: 'key',
+  contact: 'con',
+  event: 'evt',
+  webhookEndpoint: 'we',
+  request: 'req',
+} as const
+export type IdKind = keyof typeof ID_PREFIXES
+
+const BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+let lastTime = -1
+const lastRandom = new Uint8Array(10)
+
+/**
+ * Monotonic within this process: ids made in the same millisecond increment the random part,
+ * so they still sort in creation order.
+ */
+export function newId(kind: IdKind, now = Date.now()): string {
+  if (now <= lastTime) {
+    incrementRandom()
+  } else {
+    lastTime = now
+    lastRandom.set(randomBytes(10))
+  }
+  return `${ID_PREFIXES[kind]}_${encodeTime(lastTime)}${encodeRandom(lastRandom)}`
+}
+
+/** The pattern of a well-formed id of this kind (used by route schemas). */
+export const idPattern = (kind: IdKind): string => `^${ID_PREFIXES[kind]}_[0-9A-HJKMNP-TV-Z]{26}$`
+
+function incrementRandom(): void {
+  for (let i = lastRandom.length - 1; i >= 0; i--) {
+    const byte = lastRandom[i] ?? 0
+    if (byte < 255) {
+      lastRandom[i] = byte + 1
+      return
+    }
+    lastRandom[i] = 0
+  }
+  // 2^80 ids in one millisecond cannot happen; wrapping would only reorder, never collide in time.
+}
+
+function encodeTime(ms: number): string {
+  let out = ''
+  let rest = ms
+  for (let i = 0; i < 10; i++) {
+    out = BASE32[rest % 32] + out
+    rest = Math.floor(rest / 32)
+  }
+  return out
+}
+
+function encodeRandom(bytes: Uint8Array): string {
+  // 80 bits → 16 base32 characters, 5 bits at a time.
+  let out = ''
+  let buffer = 0
+  let bits = 0
+  for (const byte of bytes) {
+    buffer = (buffer << 8) | byte
+    bits += 8
+    while (bits >= 5) {
+      out += BASE32[(buffer >> (bits - 5)) & 31]
+      bits -= 5
+    }
+    buffer &= (1 << bits) - 1
+  }
+  return out
+}

@@ -1,0 +1,41 @@
+// Starts the service: migrate, build, listen; on SIGTERM/SIGINT drain in-flight requests and close.
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.js'
+import type { Config } from './config.js'
+import { migrateToLatest } from './db/migrate.js'
+import { closeDeps, createDeps } from './deps.js'
+
+export interface RunningServer {
+  app: FastifyInstance
+  address: string
+  hasAccounts: boolean
+  close(): Promise<void>
+}
+
+export async function startServer(config: Config): Promise<RunningServer> {
+  const deps = createDeps(config)
+  await migrateToLatest(deps.database)
+  const app = await buildApp(deps)
+  await app.listen({ port: config.port, host: config.host })
+  const anyAccount = await deps.database.db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()
+
+  let closing: Promise<void> | undefined
+  const close = () => {
+    // app.close() stops accepting, lets in-flight requests finish, then we close the database.
+    closing ??= app.close().then(() => closeDeps(deps))
+    return closing
+  }
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    process.once(signal, () => {
+      app.log.info({ signal }, 'shutting down')
+      close().then(
+        () => process.exit(0),
+        (error) => {
+          app.log.error({ err: error }, 'shutdown failed')
+          process.exit(1)
+        },
+      )
+    })
+  }
+  return { app, address: config.apiUrl, hasAccounts: anyAccount !== undefined, close }
+}
