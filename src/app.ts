@@ -1,6 +1,7 @@
 // buildApp(deps): the Fastify instance with every plugin and feature registered. Never listens.
-import Fastify, { type FastifyInstance, LogController } from 'fastify'
+
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import { accountsRoutes } from './accounts/accounts.routes.js'
 import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
@@ -70,7 +71,9 @@ function installNotFoundHandler(app: FastifyInstance): void {
   app.addHook('onRoute', (route) => {
     const source = route.url
       .split('/')
-      .map((part) => (part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+      .map((part) =>
+        part.startsWith(':') ? '[^/]+' : part === '*' ? '.*' : part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+      )
       .join('/')
     for (const method of [route.method].flat()) {
       routes.push({ pattern: new RegExp(`^${source}$`), method })

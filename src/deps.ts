@@ -16,10 +16,7 @@ export interface Deps {
   readonly secret: string
 }
 
-export function createDeps(
-  config: Config,
-  overrides: { database?: DatabaseHandle; clock?: Clock } = {},
-): Deps {
+export function createDeps(config: Config, overrides: { database?: DatabaseHandle; clock?: Clock } = {}): Deps {
   const database = overrides.database ?? openDatabase(config.database)
   const clock = overrides.clock ?? systemClock
   return {

@@ -1,6 +1,7 @@
 // GET /api/v1/me: verifies the key and returns its account.
-import { Type } from '@sinclair/typebox'
+
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import { CUSTOM_FIELDS_MAX } from '../contacts/contacts.schemas.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
@@ -52,7 +53,13 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       return {
         object: 'account' as const,
         ...account,
-        api_key: { id: key.id, name: key.name, scopes: key.scopes, created_at: key.created_at, expires_at: key.expires_at },
+        api_key: {
+          id: key.id,
+          name: key.name,
+          scopes: key.scopes,
+          created_at: key.created_at,
+          expires_at: key.expires_at,
+        },
         limits,
       }
     },

@@ -6,8 +6,7 @@ export type Scope = 'read' | 'write'
 export const FULL_SCOPES: Scope[] = ['read', 'write']
 export const READ_ONLY_SCOPES: Scope[] = ['read']
 
-export const generateApiKey = (prefix: string): string =>
-  `${prefix}_live_${randomAlphanumeric(KEY_RANDOM_LENGTH)}`
+export const generateApiKey = (prefix: string): string => `${prefix}_live_${randomAlphanumeric(KEY_RANDOM_LENGTH)}`
 
 /**
  * A plain SHA-256 is enough: the key carries 190 bits of randomness, so there is nothing to

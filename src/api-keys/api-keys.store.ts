@@ -78,12 +78,7 @@ export async function findKeyByHash(
 }
 
 export async function listApiKeys(db: Kysely<Database>, accountId: string, prefix: string): Promise<ApiKey[]> {
-  const rows = await db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('account_id', '=', accountId)
-    .orderBy('id')
-    .execute()
+  const rows = await db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('id').execute()
   return rows.map((row) => toApiKey(row, prefix))
 }
 

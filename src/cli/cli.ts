@@ -3,8 +3,15 @@ import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { findAccount } from '../accounts/accounts.store.js'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import { type ApiKey, findApiKeyById, issueApiKey, keyState, listApiKeys, revokeApiKey } from '../api-keys/api-keys.store.js'
-import { ConfigError, type Config, loadConfig } from '../config.js'
+import {
+  type ApiKey,
+  findApiKeyById,
+  issueApiKey,
+  keyState,
+  listApiKeys,
+  revokeApiKey,
+} from '../api-keys/api-keys.store.js'
+import { type Config, ConfigError, loadConfig } from '../config.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps } from '../deps.js'
 import { startServer } from '../server.js'
@@ -64,7 +71,9 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
 
   if (command === 'serve') {
     const server = await startServer(config)
-    io.err(`Contacts API listening on ${server.address} (API at ${server.address}/api/v1, docs at ${server.address}/docs)`)
+    io.err(
+      `Contacts API listening on ${server.address} (API at ${server.address}/api/v1, docs at ${server.address}/docs)`,
+    )
     if (!server.hasAccounts) {
       io.err('No account yet. Create one and its first API key:  npm run cli -- accounts create --name Acme')
     }
@@ -120,7 +129,10 @@ const COMMANDS: Record<string, Command> = {
     }
     const names = direction === 'up' ? await migrateToLatest(deps.database) : await migrateDown(deps.database)
     const verb = direction === 'up' ? 'Applied' : 'Rolled back'
-    return { text: names.length ? `${verb}: ${names.join(', ')}` : 'Nothing to do.', json: { [direction === 'up' ? 'applied' : 'rolled_back']: names } }
+    return {
+      text: names.length ? `${verb}: ${names.join(', ')}` : 'Nothing to do.',
+      json: { [direction === 'up' ? 'applied' : 'rolled_back']: names },
+    }
   },
 
   'accounts create': async (deps, values, args) => {
@@ -175,7 +187,9 @@ const COMMANDS: Record<string, Command> = {
     }))
     return {
       text: keys.length
-        ? keys.map((k) => `${k.id}  ${k.key}  ${k.status.padEnd(7)}  ${k.scopes.join('+').padEnd(10)}  ${k.name}`).join('\n')
+        ? keys
+            .map((k) => `${k.id}  ${k.key}  ${k.status.padEnd(7)}  ${k.scopes.join('+').padEnd(10)}  ${k.name}`)
+            .join('\n')
         : 'No keys.',
       json: { api_keys: keys },
     }

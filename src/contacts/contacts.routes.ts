@@ -1,6 +1,7 @@
 // /api/v1/contacts: create, upsert, get, update, delete, list.
-import { Type } from '@sinclair/typebox'
+
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError, ProblemSchema } from '../http/errors.js'
@@ -41,7 +42,11 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       const scope = { list: 'contacts', accountId, filters }
       const afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
       const rows = await listContactRows(db, accountId, { ...filters, afterId, fetch: limit + 1 })
-      return sendRawJson(reply, 200, pageJson('contacts', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)))
+      return sendRawJson(
+        reply,
+        200,
+        pageJson('contacts', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)),
+      )
     },
   )
 
@@ -103,7 +108,8 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     {
       schema: {
         summary: 'Update a contact',
-        description: 'Merge semantics: an absent field is unchanged, null clears it; custom_fields merge per key and a null value deletes the key.',
+        description:
+          'Merge semantics: an absent field is unchanged, null clears it; custom_fields merge per key and a null value deletes the key.',
         params: IdParams,
         body: ContactInputSchema,
         response: { 200: ContactSchema, ...errors(400, 401, 403, 404, 409, 413, 415) },

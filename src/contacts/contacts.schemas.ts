@@ -35,10 +35,14 @@ export const ContactSchema = Type.Object(
 export type Contact = Static<typeof ContactSchema>
 
 const writable = {
-  email: Type.Optional(Nullable(Type.String({ maxLength: STRING_MAX, description: 'Trimmed; unique per account, case-insensitively.' }))),
+  email: Type.Optional(
+    Nullable(Type.String({ maxLength: STRING_MAX, description: 'Trimmed; unique per account, case-insensitively.' })),
+  ),
   first_name: Type.Optional(Nullable(Text)),
   last_name: Type.Optional(Nullable(Text)),
-  phone: Type.Optional(Nullable(Type.String({ maxLength: STRING_MAX, description: 'International format; stored as E.164.' }))),
+  phone: Type.Optional(
+    Nullable(Type.String({ maxLength: STRING_MAX, description: 'International format; stored as E.164.' })),
+  ),
   company: Type.Optional(Nullable(Text)),
   job_title: Type.Optional(Nullable(Text)),
   tags: Type.Optional(Nullable(Tags)),
@@ -68,7 +72,11 @@ export const ListContactsQuery = Type.Object(
     email: Type.Optional(Type.String({ minLength: 1, maxLength: STRING_MAX, description: 'Exact, case-insensitive.' })),
     tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     q: Type.Optional(
-      Type.String({ minLength: 1, maxLength: STRING_MAX, description: 'Prefix of the email, a name or the company; case-insensitive.' }),
+      Type.String({
+        minLength: 1,
+        maxLength: STRING_MAX,
+        description: 'Prefix of the email, a name or the company; case-insensitive.',
+      }),
     ),
     updated_after: Type.Optional(Type.String({ format: 'date-time' })),
     order: Type.Union([Type.Literal('asc'), Type.Literal('desc')], {

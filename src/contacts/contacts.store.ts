@@ -28,11 +28,6 @@ export async function findContactBody(db: Db, accountId: string, id: string): Pr
   return row?.body
 }
 
-async function findContact(db: Db, accountId: string, id: string): Promise<StoredContact | undefined> {
-  const body = await findContactBody(db, accountId, id)
-  return body === undefined ? undefined : { contact: JSON.parse(body) as Contact, body }
-}
-
 async function findContactIdByEmail(db: Db, accountId: string, email: string): Promise<string | undefined> {
   const row = await db
     .selectFrom('contacts')
@@ -66,14 +61,20 @@ export async function listContactRows(db: Db, accountId: string, options: ListCo
     )
   }
   if (options.q !== undefined) {
-    const escaped = options.q.toLowerCase().replace(/\s+/g, ' ').replace(/[\\%_]/g, (c) => `\\${c}`)
+    const escaped = options.q
+      .toLowerCase()
+      .replace(/\s+/g, ' ')
+      .replace(/[\\%_]/g, (c) => `\\${c}`)
     // Lower-cased on both sides, so SQLite's case-insensitive LIKE and PostgreSQL's agree.
     query = query.where(sql<boolean>`search like ${`%\n${escaped}%`} escape '\\'`)
   }
   if (options.updated_after !== undefined) {
     query = query.where('updated_at', '>', new Date(options.updated_after).toISOString())
   }
-  return query.orderBy('id', desc ? 'desc' : 'asc').limit(options.fetch).execute()
+  return query
+    .orderBy('id', desc ? 'desc' : 'asc')
+    .limit(options.fetch)
+    .execute()
 }
 
 /** Inserts a new contact from an input; 409 contact_exists (with the existing id) on a taken email. */
@@ -101,10 +102,7 @@ export async function createContact(
   return { contact, body: row.body }
 }
 
-/**
- * Applies a merge-semantics update. Compare-and-swap on the stored body keeps concurrent
- * updates from losing each other's changes, the same way on both dialects.
- */
+/** Applies a merge-semantics update; undefined when the contact is not in this account. */
 export async function updateContact(
   db: Kysely<Database>,
   accountId: string,
@@ -112,48 +110,58 @@ export async function updateContact(
   input: ContactInput,
   now: string,
 ): Promise<StoredContact | undefined> {
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const current = await findContact(db, accountId, id)
-    if (!current) {
-      return undefined
-    }
-    const contact = applyContactInput(current.contact, input, now)
-    if (contact === current.contact) {
-      return current
-    }
-    const row = toContactRow(accountId, contact)
-    try {
-      const swapped = await db.transaction().execute(async (trx) => {
-        const result = await trx
-          .updateTable('contacts')
-          .set({ email_lower: row.email_lower, search: row.search, updated_at: row.updated_at, body: row.body })
-          .where('account_id', '=', accountId)
-          .where('id', '=', id)
-          .where('body', '=', current.body)
-          .executeTakeFirst()
-        if (result.numUpdatedRows === 0n) {
-          return false
-        }
-        if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
-          await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
-          await insertTags(trx, accountId, id, contact.tags)
-        }
-        await recordEvent(trx, accountId, 'contact.updated', contact, now)
-        return true
-      })
-      if (swapped) {
-        return { contact, body: row.body }
+  try {
+    return await db.transaction().execute(async (trx) => {
+      const current = await lockContact(trx, accountId, id)
+      if (!current) {
+        return undefined
       }
-    } catch (error) {
-      if (isUniqueViolation(error) && contact.email !== null) {
-        throw contactExists(await findContactIdByEmail(db, accountId, contact.email))
+      const contact = applyContactInput(current.contact, input, now)
+      if (contact === current.contact) {
+        return current
       }
-      throw error
+      const row = toContactRow(accountId, contact)
+      await trx
+        .updateTable('contacts')
+        .set({ email_lower: row.email_lower, search: row.search, updated_at: row.updated_at, body: row.body })
+        .where('account_id', '=', accountId)
+        .where('id', '=', id)
+        .execute()
+      if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
+        await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
+        await insertTags(trx, accountId, id, contact.tags)
+      }
+      await recordEvent(trx, accountId, 'contact.updated', contact, now)
+      return { contact, body: row.body }
+    })
+  } catch (error) {
+    const email = input.email?.trim()
+    if (isUniqueViolation(error) && email) {
+      throw contactExists(await findContactIdByEmail(db, accountId, email))
     }
+    throw error
   }
-  throw new AppError('service_unavailable', 'The contact is being changed by other requests; retry shortly.', {
-    headers: { 'retry-after': '1' },
-  })
+}
+
+/**
+ * Reads the contact and locks it until the transaction ends, in one dialect-blind statement:
+ * a no-op UPDATE takes the row lock on PostgreSQL and the write lock on SQLite, so concurrent
+ * updates queue instead of losing each other's changes (and SQLite never has to upgrade a
+ * read lock, which can fail with SQLITE_BUSY when another process writes).
+ */
+async function lockContact(
+  trx: Transaction<Database>,
+  accountId: string,
+  id: string,
+): Promise<StoredContact | undefined> {
+  const row = await trx
+    .updateTable('contacts')
+    .set((eb) => ({ body: eb.ref('body') }))
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .returning('body')
+    .executeTakeFirst()
+  return row ? { contact: JSON.parse(row.body) as Contact, body: row.body } : undefined
 }
 
 /** Creates by email, or updates the contact that has it. */
@@ -186,7 +194,12 @@ export async function upsertContact(
   })
 }
 
-export async function deleteContact(db: Kysely<Database>, accountId: string, id: string, now: string): Promise<boolean> {
+export async function deleteContact(
+  db: Kysely<Database>,
+  accountId: string,
+  id: string,
+  now: string,
+): Promise<boolean> {
   return db.transaction().execute(async (trx) => {
     const deleted = await trx
       .deleteFrom('contacts')
@@ -202,7 +215,12 @@ export async function deleteContact(db: Kysely<Database>, accountId: string, id:
   })
 }
 
-async function insertTags(trx: Transaction<Database>, accountId: string, contactId: string, tags: string[]): Promise<void> {
+async function insertTags(
+  trx: Transaction<Database>,
+  accountId: string,
+  contactId: string,
+  tags: string[],
+): Promise<void> {
   if (tags.length > 0) {
     await trx
       .insertInto('contact_tags')

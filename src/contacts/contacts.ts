@@ -1,13 +1,14 @@
 // Contact rules: normalization, the merge of an input into a contact, and the stored row.
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { AppError, type FieldError } from '../http/errors.js'
-import type { ContactsTable } from './contacts.table.js'
 import { type Contact, type ContactInput, CUSTOM_FIELDS_MAX } from './contacts.schemas.js'
+import type { ContactsTable } from './contacts.table.js'
 
 const TEXT_FIELDS = ['first_name', 'last_name', 'company', 'job_title'] as const
 
 // Pragmatic: one @, no spaces or quotes in the local part, a dotted domain of valid labels.
-const EMAIL = /^[^\s@"(),:;<>[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
+const EMAIL =
+  /^[^\s@"(),:;<>[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
 
 export function normalizeEmail(raw: string): string | undefined {
   const email = raw.trim()
@@ -52,7 +53,10 @@ export function applyContactInput(base: Contact, input: ContactInput, now: strin
   if (input.phone !== undefined) {
     next.phone = input.phone === null ? null : (normalizePhone(input.phone) ?? null)
     if (input.phone !== null && next.phone === null) {
-      errors.push({ field: 'phone', message: 'is not a valid phone number in international format, e.g. +441632960961' })
+      errors.push({
+        field: 'phone',
+        message: 'is not a valid phone number in international format, e.g. +441632960961',
+      })
     }
   }
   for (const field of TEXT_FIELDS) {

@@ -7,7 +7,5 @@ export function isUniqueViolation(error: unknown): boolean {
     return false
   }
   const code = (error as { code: unknown }).code
-  return (
-    code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
-  )
+  return code === '23505' || code === 'SQLITE_CONSTRAINT_UNIQUE' || code === 'SQLITE_CONSTRAINT_PRIMARYKEY'
 }

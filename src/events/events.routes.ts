@@ -1,6 +1,7 @@
 // GET /api/v1/events: the account's change events, with the same cursor paging as every list.
-import { type Static, Type } from '@sinclair/typebox'
+
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { ProblemSchema } from '../http/errors.js'
@@ -35,7 +36,11 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       const scope = { list: 'events', accountId, filters }
       const afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
       const rows = await listEventRows(deps.database.db, accountId, { ...filters, afterId, fetch: limit + 1 })
-      return sendRawJson(reply, 200, pageJson('events', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)))
+      return sendRawJson(
+        reply,
+        200,
+        pageJson('events', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)),
+      )
     },
   )
 }

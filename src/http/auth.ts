@@ -36,7 +36,10 @@ export function requireApiKey(scope: FastifyInstance, verifier: KeyVerifier, key
     }
     const needed = READ_METHODS.has(request.method) ? 'read' : 'write'
     if (!found.key.scopes.includes(needed)) {
-      throw new AppError('insufficient_scope', `This API key is read-only; ${request.method} needs a key with write access.`)
+      throw new AppError(
+        'insufficient_scope',
+        `This API key is read-only; ${request.method} needs a key with write access.`,
+      )
     }
     contexts.set(request, found)
   })

@@ -1,7 +1,8 @@
 // The closed set of API error codes, the one status table, and the mapping of every failure
 // (ours, Fastify's, the database's) to an RFC 9457 problem response.
-import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+
 import { type Static, Type } from '@sinclair/typebox'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 
 const CATALOGUE = {
   invalid_api_key: { status: 401, title: 'Invalid API key' },
@@ -110,7 +111,8 @@ function fromValidation(error: FastifyError): AppError {
       const name = String(params.missingProperty)
       return { field: path ? `${path}.${name}` : name, message: 'is required' }
     }
-    const schema = issue.parentSchema as { type?: unknown; minimum?: number; maximum?: number } | undefined
+    // Present because Ajv runs with verbose: true (http/validation.ts).
+    const schema = (issue as { parentSchema?: { type?: unknown; minimum?: number; maximum?: number } }).parentSchema
     if (schema?.type === 'integer' && schema.minimum !== undefined && schema.maximum !== undefined) {
       return { field: path || 'body', message: `must be an integer from ${schema.minimum} to ${schema.maximum}` }
     }
@@ -166,7 +168,10 @@ export function toAppError(error: FastifyError | Error): AppError | undefined {
       return new AppError('unsupported_media_type', 'Send the request body as application/json.')
     }
     // Fastify's own 4xx messages are safe (no internals) and specific, e.g. a bad URL encoding.
-    return new AppError('invalid_request', error instanceof SyntaxError ? 'The request body is not valid JSON.' : error.message)
+    return new AppError(
+      'invalid_request',
+      error instanceof SyntaxError ? 'The request body is not valid JSON.' : error.message,
+    )
   }
   return undefined
 }

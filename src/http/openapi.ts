@@ -43,7 +43,8 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
 
   app.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) => {
     const rows = ERROR_CODES.map(
-      (code) => `<tr id="${code}"><td><code>${code}</code></td><td>${statusOf(code)}</td><td>${titleOf(code)}</td></tr>`,
+      (code) =>
+        `<tr id="${code}"><td><code>${code}</code></td><td>${statusOf(code)}</td><td>${titleOf(code)}</td></tr>`,
     ).join('')
     return reply
       .type('text/html; charset=utf-8')

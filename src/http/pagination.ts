@@ -111,12 +111,7 @@ export interface PageRow {
  * Builds the list envelope from rows fetched with limit + 1: the extra row only says that
  * a next page exists, so next_cursor is null exactly at the end.
  */
-export function pageJson(
-  name: string,
-  rows: PageRow[],
-  limit: number,
-  nextCursor: (lastId: string) => string,
-): string {
+export function pageJson(name: string, rows: PageRow[], limit: number, nextCursor: (lastId: string) => string): string {
   const page = rows.length > limit ? rows.slice(0, limit) : rows
   const last = page[page.length - 1]
   const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.id)) : 'null'

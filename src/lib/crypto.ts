@@ -3,8 +3,7 @@ import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypt
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex')
 
-export const hmacSha256 = (secret: string, text: string): Buffer =>
-  createHmac('sha256', secret).update(text).digest()
+export const hmacSha256 = (secret: string, text: string): Buffer => createHmac('sha256', secret).update(text).digest()
 
 export function safeEqual(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b)

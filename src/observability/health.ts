@@ -8,9 +8,13 @@ import { AppError, ProblemSchema } from '../http/errors.js'
 const Status = Type.Object({ status: Type.Literal('ok') })
 
 export const healthRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
-  app.get('/healthz', { schema: { summary: 'Liveness', tags: ['operations'], response: { 200: Status } } }, async () => ({
-    status: 'ok' as const,
-  }))
+  app.get(
+    '/healthz',
+    { schema: { summary: 'Liveness', tags: ['operations'], response: { 200: Status } } },
+    async () => ({
+      status: 'ok' as const,
+    }),
+  )
 
   app.get(
     '/readyz',

@@ -26,9 +26,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('revoked_at', 'text')
     .addColumn('last_used_at', 'text')
     .addPrimaryKeyConstraint('api_keys_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('api_keys_account_fk', ['account_id'], 'accounts', ['id'], (fk) =>
-      fk.onDelete('cascade'),
-    )
+    .addForeignKeyConstraint('api_keys_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
     .execute()
   // The one unique index without account_id: authentication finds the account from the key,
   // so this lookup cannot know the tenant yet (on Citus, api_keys would be a reference table).
@@ -46,9 +44,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('contacts_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('contacts_account_fk', ['account_id'], 'accounts', ['id'], (fk) =>
-      fk.onDelete('cascade'),
-    )
+    .addForeignKeyConstraint('contacts_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
     .execute()
   await db.schema
     .createIndex('contacts_account_email_key')
@@ -86,9 +82,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('events_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('events_account_fk', ['account_id'], 'accounts', ['id'], (fk) =>
-      fk.onDelete('cascade'),
-    )
+    .addForeignKeyConstraint('events_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
     .execute()
   await db.schema.createIndex('events_account_type_idx').on('events').columns(['account_id', 'type', 'id']).execute()
 }

@@ -1,0 +1,41 @@
+// Small assertions shared by the HTTP suites.
+import type { LightMyRequestResponse } from 'fastify'
+import { expect } from 'vitest'
+import type { TestAccount, TestHarness } from './harness.js'
+
+/** Asserts an RFC 9457 problem response with this status and code; returns the body. */
+export function expectProblem(res: LightMyRequestResponse, status: number, code: string) {
+  expect(res.statusCode, res.body).toBe(status)
+  expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8')
+  const body = res.json()
+  expect(body).toMatchObject({ type: `/docs/errors#${code}`, status, code })
+  expect(typeof body.title).toBe('string')
+  expect(typeof body.detail).toBe('string')
+  expect(body.request_id).toBe(res.headers['request-id'])
+  return body
+}
+
+/** Everything an account has stored, to prove a rejected request changed nothing. */
+export async function snapshotAccount(t: TestHarness, account: TestAccount) {
+  const contacts = await t.db
+    .selectFrom('contacts')
+    .select(['id', 'body'])
+    .where('account_id', '=', account.id)
+    .orderBy('id')
+    .execute()
+  const tags = await t.db
+    .selectFrom('contact_tags')
+    .select(['tag', 'contact_id'])
+    .where('account_id', '=', account.id)
+    .orderBy('contact_id')
+    .orderBy('tag')
+    .execute()
+  const events = await t.db.selectFrom('events').select('id').where('account_id', '=', account.id).execute()
+  return { contacts, tags, events: events.length }
+}
+
+export async function createContact(t: TestHarness, account: TestAccount, payload: object) {
+  const res = await t.inject(account, { method: 'POST', url: '/api/v1/contacts', payload })
+  expect(res.statusCode, res.body).toBe(201)
+  return res.json()
+}

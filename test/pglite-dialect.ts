@@ -1,0 +1,70 @@
+// A Kysely dialect over PGlite (PostgreSQL compiled to WASM, in-process), so `npm test` covers
+// the PostgreSQL dialect with no server. PGlite is one connection: a mutex hands it out.
+import type { PGlite } from '@electric-sql/pglite'
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type QueryResult,
+} from 'kysely'
+
+export function pgliteDialect(pglite: PGlite): Dialect {
+  let queue: Promise<void> = Promise.resolve()
+  let release: (() => void) | undefined
+
+  const connection: DatabaseConnection = {
+    async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+      const result = await pglite.query<R>(query.sql, [...query.parameters])
+      return {
+        rows: result.rows,
+        ...(result.affectedRows !== undefined && /^\s*(insert|update|delete|merge)/i.test(query.sql)
+          ? { numAffectedRows: BigInt(result.affectedRows) }
+          : {}),
+      }
+    },
+    // biome-ignore lint/correctness/useYield: streaming is not used by the app
+    async *streamQuery() {
+      throw new Error('streamQuery is not supported on PGlite here')
+    },
+  }
+
+  const driver: Driver = {
+    async init() {},
+    async acquireConnection() {
+      const previous = queue
+      let unlock!: () => void
+      queue = new Promise((resolve) => {
+        unlock = resolve
+      })
+      await previous
+      release = unlock
+      return connection
+    },
+    async beginTransaction(conn) {
+      await conn.executeQuery({ sql: 'begin', parameters: [] } as unknown as CompiledQuery)
+    },
+    async commitTransaction(conn) {
+      await conn.executeQuery({ sql: 'commit', parameters: [] } as unknown as CompiledQuery)
+    },
+    async rollbackTransaction(conn) {
+      await conn.executeQuery({ sql: 'rollback', parameters: [] } as unknown as CompiledQuery)
+    },
+    async releaseConnection() {
+      release?.()
+    },
+    async destroy() {
+      await pglite.close()
+    },
+  }
+
+  return {
+    createAdapter: () => new PostgresAdapter(),
+    createDriver: () => driver,
+    createQueryCompiler: () => new PostgresQueryCompiler(),
+    createIntrospector: (db) => new PostgresIntrospector(db),
+  }
+}
