@@ -8,7 +8,7 @@ import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
 import { accountIdOf, requireApiKey } from './http/auth.js'
 import { AppError, installErrorHandlers, sendProblem } from './http/errors.js'
-import { BODY_LIMIT, installJsonBodyParser } from './http/json-body.js'
+import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
 import { validatorCompiler } from './http/validation.js'
 import { newId } from './lib/ids.js'
@@ -30,14 +30,15 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
     return503OnClosing: true,
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  app.setValidatorCompiler(validatorCompiler())
-  installJsonBodyParser(app)
-  installErrorHandlers(app)
-  installNotFoundHandler(app)
-
+  // First hook of all, so every response (errors from later hooks too) carries the id.
   app.addHook('onRequest', async (request, reply) => {
     reply.header('request-id', request.id)
   })
+  app.setValidatorCompiler(validatorCompiler())
+  installInputRules(app)
+  installErrorHandlers(app)
+  installNotFoundHandler(app)
+
   app.addHook('onResponse', async (request, reply) => {
     request.log.info(
       {

@@ -21,7 +21,7 @@ export class UsageError extends Error {}
 const USAGE = `Usage: contacts-api <command> [options]
 
   serve                                   migrate, then serve the API (npm start)
-  migrate [up|down|status]                apply (default), roll back one, or list migrations
+  migrate [up|down --yes|status]          apply (default), roll back the last, or list migrations
   accounts create --name NAME             create an account and its first API key
   keys create --account ID [--name NAME] [--read-only] [--expires-at RFC3339]
   keys list --account ID
@@ -36,6 +36,7 @@ const OPTIONS = {
   account: { type: 'string' },
   'read-only': { type: 'boolean' },
   'expires-at': { type: 'string' },
+  yes: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -51,23 +52,29 @@ const processIo: CliIo = {
 /** Runs one command; returns the exit code (a running `serve` resolves 0 and keeps the process alive). */
 export async function runCli(argv: string[], env = process.env, io: CliIo = processIo): Promise<number> {
   let config: Config
-  let parsed: ReturnType<typeof parse>
+  let command: Prepared
+  let json: boolean
   try {
-    parsed = parse(argv)
-    if (parsed.values.help || parsed.positionals.length === 0) {
+    const parsed = parse(argv)
+    if (parsed.values.help) {
       io.out(USAGE)
-      return parsed.values.help ? 0 : 2
+      return 0
     }
+    json = parsed.values.json === true
+    // Everything about the arguments is checked before the database is opened: a usage error writes nothing.
+    command = prepare(parsed.positionals, parsed.values)
     config = loadConfig(env)
   } catch (error) {
-    if (error instanceof UsageError || error instanceof ConfigError) {
+    if (error instanceof UsageError) {
       io.err(`contacts-api: ${error.message}`)
+      return 2
+    }
+    if (error instanceof ConfigError) {
+      io.err(`contacts-api: invalid configuration: ${error.problems.join('; ')}`)
       return 2
     }
     throw error
   }
-  const [command, sub, ...rest] = parsed.positionals
-  const json = parsed.values.json === true
 
   if (command === 'serve') {
     const server = await startServer(config)
@@ -82,21 +89,12 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
 
   const deps = createDeps(config)
   try {
-    const run = COMMANDS[`${command} ${sub ?? ''}`.trim()] ?? COMMANDS[command ?? '']
-    if (!run) {
-      throw new UsageError(`unknown command "${[command, sub].filter(Boolean).join(' ')}"; see contacts-api --help`)
-    }
-    const args = COMMANDS[`${command} ${sub ?? ''}`.trim()] ? rest : [sub, ...rest].filter((a) => a !== undefined)
-    const result = await run(deps, parsed.values, args)
+    const result = await command(deps)
     io.out(json ? JSON.stringify(result.json) : result.text)
     return 0
   } catch (error) {
-    if (error instanceof UsageError) {
-      io.err(`contacts-api: ${error.message}`)
-      return 2
-    }
     io.err(`contacts-api: ${error instanceof Error ? error.message : String(error)}`)
-    return 1
+    return error instanceof UsageError ? 2 : 1
   } finally {
     await closeDeps(deps)
   }
@@ -111,106 +109,182 @@ function parse(argv: string[]) {
 }
 
 type Values = ReturnType<typeof parse>['values']
-type Command = (deps: Deps, values: Values, args: string[]) => Promise<{ text: string; json: unknown }>
+type Flag = Exclude<keyof Values, 'json' | 'help'>
+type Result = { text: string; json: unknown }
+type Prepared = 'serve' | ((deps: Deps) => Promise<Result>)
 
-const COMMANDS: Record<string, Command> = {
-  migrate: async (deps, _values, args) => {
-    const [direction = 'up', ...extra] = args
-    noExtra(extra)
-    if (direction === 'status') {
-      const status = await migrationStatus(deps.database)
-      return {
-        text: status.map((m) => `${m.executed_at ? 'applied' : 'pending'}  ${m.name}`).join('\n'),
-        json: { migrations: status },
+interface CommandSpec {
+  flags: Flag[]
+  /** Checks the arguments without touching the database; returns the work to run. */
+  prepare(values: Values, args: string[]): Prepared
+}
+
+function prepare(positionals: string[], values: Values): Prepared {
+  const [first, second, ...rest] = positionals
+  if (first === undefined) {
+    throw new UsageError('missing command; see contacts-api --help')
+  }
+  const twoWords = second === undefined ? undefined : COMMANDS[`${first} ${second}`]
+  const spec = twoWords ?? COMMANDS[first]
+  if (!spec) {
+    throw new UsageError(`unknown command "${[first, second].filter(Boolean).join(' ')}"; see contacts-api --help`)
+  }
+  for (const flag of Object.keys(values) as Array<keyof Values>) {
+    if (flag !== 'json' && flag !== 'help' && !spec.flags.includes(flag)) {
+      throw new UsageError(`--${flag} does not apply to "${twoWords ? `${first} ${second}` : first}"`)
+    }
+  }
+  const args = twoWords ? rest : positionals.slice(1)
+  return spec.prepare(values, args)
+}
+
+const COMMANDS: Record<string, CommandSpec> = {
+  serve: {
+    flags: [],
+    prepare: (_values, args) => {
+      noExtra(args)
+      return 'serve'
+    },
+  },
+
+  migrate: {
+    flags: ['yes'],
+    prepare: (values, args) => {
+      const [direction = 'up', ...extra] = args
+      noExtra(extra)
+      if (direction === 'status') {
+        return async (deps) => {
+          const status = await migrationStatus(deps.database)
+          return {
+            text: status.map((m) => `${m.executed_at ? 'applied' : 'pending'}  ${m.name}`).join('\n'),
+            json: { migrations: status },
+          }
+        }
       }
-    }
-    if (direction !== 'up' && direction !== 'down') {
+      if (direction === 'up') {
+        return async (deps) => {
+          const names = await migrateToLatest(deps.database)
+          return { text: names.length ? `Applied: ${names.join(', ')}` : 'Nothing to do.', json: { applied: names } }
+        }
+      }
+      if (direction === 'down') {
+        if (!values.yes) {
+          throw new UsageError('migrate down drops tables and their data; add --yes to confirm')
+        }
+        return async (deps) => {
+          const names = await migrateDown(deps.database)
+          return {
+            text: names.length ? `Rolled back: ${names.join(', ')}` : 'Nothing to do.',
+            json: { rolled_back: names },
+          }
+        }
+      }
       throw new UsageError(`migrate takes up, down or status (got "${direction}")`)
-    }
-    const names = direction === 'up' ? await migrateToLatest(deps.database) : await migrateDown(deps.database)
-    const verb = direction === 'up' ? 'Applied' : 'Rolled back'
-    return {
-      text: names.length ? `${verb}: ${names.join(', ')}` : 'Nothing to do.',
-      json: { [direction === 'up' ? 'applied' : 'rolled_back']: names },
-    }
+    },
   },
 
-  'accounts create': async (deps, values, args) => {
-    noExtra(args)
-    const name = requireText(values.name, '--name')
-    await migrateToLatest(deps.database)
-    const { account, apiKey, secret } = await createAccountWithKey(deps.database.db, {
-      name,
-      now: deps.clock.now(),
-      keyPrefix: deps.config.keyPrefix,
-    })
-    return {
-      text: [
-        `Created account ${account.id} (${account.name}).`,
-        `API key ${apiKey.id}, shown only this once. Store it in a secret manager, never in code or git:`,
-        `  ${secret}`,
-        `Try it:  curl -H "Authorization: Bearer ${secret}" ${deps.config.apiUrl}/api/v1/me`,
-      ].join('\n'),
-      json: {
-        account: { id: account.id, name: account.name, created_at: account.created_at },
-        api_key: { ...publicKey(apiKey), secret },
-      },
-    }
+  'accounts create': {
+    flags: ['name'],
+    prepare: (values, args) => {
+      noExtra(args)
+      const name = requireText(values.name, '--name')
+      return async (deps) => {
+        await migrateToLatest(deps.database)
+        const { account, apiKey, secret } = await createAccountWithKey(deps.database.db, {
+          name,
+          now: deps.clock.now(),
+          keyPrefix: deps.config.keyPrefix,
+        })
+        return {
+          text: [
+            `Created account ${account.id} (${account.name}).`,
+            `API key ${apiKey.id}, shown only this once. Store it in a secret manager, never in code or git:`,
+            `  ${secret}`,
+            `Try it:  curl -H "Authorization: Bearer ${secret}" ${deps.config.apiUrl}/api/v1/me`,
+          ].join('\n'),
+          json: {
+            account: { id: account.id, name: account.name, created_at: account.created_at },
+            api_key: { ...publicKey(apiKey), secret },
+          },
+        }
+      }
+    },
   },
 
-  'keys create': async (deps, values, args) => {
-    noExtra(args)
-    await migrateToLatest(deps.database)
-    const accountId = await requireAccount(deps, values.account)
-    const expiresAt = values['expires-at'] === undefined ? null : parseFuture(values['expires-at'], deps.clock.now())
-    const { apiKey, secret } = await issueApiKey(deps.database.db, accountId, {
-      name: values.name === undefined ? 'Default' : requireText(values.name, '--name'),
-      scopes: values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES,
-      expiresAt,
-      now: deps.clock.now(),
-      prefix: deps.config.keyPrefix,
-    })
-    return {
-      text: `API key ${apiKey.id} (${apiKey.name}, ${apiKey.scopes.join('+')}), shown only this once:\n  ${secret}`,
-      json: { api_key: { ...publicKey(apiKey), secret } },
-    }
+  'keys create': {
+    flags: ['account', 'name', 'read-only', 'expires-at'],
+    prepare: (values, args) => {
+      noExtra(args)
+      const accountId = requireText(values.account, '--account')
+      const name = values.name === undefined ? 'Default' : requireText(values.name, '--name')
+      const expiresAt = values['expires-at'] === undefined ? null : parseRfc3339(values['expires-at'], '--expires-at')
+      return async (deps) => {
+        await migrateToLatest(deps.database)
+        await requireAccount(deps, accountId)
+        if (expiresAt && expiresAt <= deps.clock.now()) {
+          throw new UsageError('--expires-at must be in the future')
+        }
+        const { apiKey, secret } = await issueApiKey(deps.database.db, accountId, {
+          name,
+          scopes: values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES,
+          expiresAt,
+          now: deps.clock.now(),
+          prefix: deps.config.keyPrefix,
+        })
+        return {
+          text: `API key ${apiKey.id} (${apiKey.name}, ${apiKey.scopes.join('+')}), shown only this once:\n  ${secret}`,
+          json: { api_key: { ...publicKey(apiKey), secret } },
+        }
+      }
+    },
   },
 
-  'keys list': async (deps, values, args) => {
-    noExtra(args)
-    await migrateToLatest(deps.database)
-    const accountId = await requireAccount(deps, values.account)
-    const now = deps.clock.now()
-    const keys = (await listApiKeys(deps.database.db, accountId, deps.config.keyPrefix)).map((k) => ({
-      ...publicKey(k),
-      status: keyState(k, now),
-    }))
-    return {
-      text: keys.length
-        ? keys
-            .map((k) => `${k.id}  ${k.key}  ${k.status.padEnd(7)}  ${k.scopes.join('+').padEnd(10)}  ${k.name}`)
-            .join('\n')
-        : 'No keys.',
-      json: { api_keys: keys },
-    }
+  'keys list': {
+    flags: ['account'],
+    prepare: (values, args) => {
+      noExtra(args)
+      const accountId = requireText(values.account, '--account')
+      return async (deps) => {
+        await migrateToLatest(deps.database)
+        await requireAccount(deps, accountId)
+        const now = deps.clock.now()
+        const keys = (await listApiKeys(deps.database.db, accountId, deps.config.keyPrefix)).map((k) => ({
+          ...publicKey(k),
+          status: keyState(k, now),
+        }))
+        return {
+          text: keys.length
+            ? keys
+                .map((k) => `${k.id}  ${k.key}  ${k.status.padEnd(7)}  ${k.scopes.join('+').padEnd(10)}  ${k.name}`)
+                .join('\n')
+            : 'No keys.',
+          json: { api_keys: keys },
+        }
+      }
+    },
   },
 
-  'keys revoke': async (deps, _values, args) => {
-    const [keyId, ...extra] = args
-    noExtra(extra)
-    if (!keyId) {
-      throw new UsageError('keys revoke needs a KEY_ID')
-    }
-    await migrateToLatest(deps.database)
-    const key = await findApiKeyById(deps.database.db, keyId, deps.config.keyPrefix)
-    if (!key) {
-      throw new UsageError(`no API key ${keyId}`)
-    }
-    await revokeApiKey(deps.database.db, key.account_id, key.id, deps.clock.now())
-    return {
-      text: `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`,
-      json: { api_key: { ...publicKey(key), status: 'revoked' } },
-    }
+  'keys revoke': {
+    flags: [],
+    prepare: (_values, args) => {
+      const [keyId, ...extra] = args
+      noExtra(extra)
+      if (!keyId) {
+        throw new UsageError('keys revoke needs a KEY_ID')
+      }
+      return async (deps) => {
+        await migrateToLatest(deps.database)
+        const key = await findApiKeyById(deps.database.db, keyId, deps.config.keyPrefix)
+        if (!key) {
+          throw new UsageError(`no API key ${keyId}`)
+        }
+        await revokeApiKey(deps.database.db, key.account_id, key.id, deps.clock.now())
+        return {
+          text: `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`,
+          json: { api_key: { ...publicKey(key), status: 'revoked' } },
+        }
+      }
+    },
   },
 }
 
@@ -241,18 +315,26 @@ function requireText(value: string | undefined, flag: string): string {
   return text
 }
 
-async function requireAccount(deps: Deps, id: string | undefined): Promise<string> {
-  const accountId = requireText(id, '--account')
+async function requireAccount(deps: Deps, accountId: string): Promise<void> {
   if (!(await findAccount(deps.database.db, accountId))) {
     throw new UsageError(`no account ${accountId}`)
   }
-  return accountId
 }
 
-function parseFuture(value: string, now: Date): Date {
+/** Strict RFC 3339 with an explicit offset; rejects impossible dates such as February 30. */
+function parseRfc3339(value: string, flag: string): Date {
+  const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/i.exec(value)
   const date = new Date(value)
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(value) || Number.isNaN(date.getTime()) || date <= now) {
-    throw new UsageError(`--expires-at must be a future RFC 3339 time, e.g. 2027-01-01T00:00:00Z (got "${value}")`)
+  const [, year, month, day, hour, minute, second] = match ?? []
+  const valid =
+    match !== null &&
+    !Number.isNaN(date.getTime()) &&
+    // Date rolls 2027-02-30 over to March: compare the fields it read with the ones given.
+    new Date(Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)))
+      .toISOString()
+      .startsWith(`${year}-${month}-${day}T${hour}:${minute}:${second}`)
+  if (!valid) {
+    throw new UsageError(`${flag} must be an RFC 3339 time with an offset, e.g. 2027-01-01T00:00:00Z (got "${value}")`)
   }
   return date
 }

@@ -7,6 +7,7 @@ export const STRING_MAX = 256
 export const TAGS_MAX = 50
 export const CUSTOM_FIELDS_MAX = 50
 export const CUSTOM_VALUE_MAX = 500
+export const CUSTOM_FIELD_KEY = '^[A-Za-z0-9_]{1,40}$'
 
 const Text = Type.String({ minLength: 1, maxLength: STRING_MAX })
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
@@ -48,7 +49,9 @@ const writable = {
   tags: Type.Optional(Nullable(Tags)),
   custom_fields: Type.Optional(
     Nullable(
-      Type.Record(Type.String({ pattern: '^[A-Za-z0-9_]{1,40}$' }), Nullable(CustomValue), {
+      Type.Record(Type.String({ pattern: CUSTOM_FIELD_KEY }), Nullable(CustomValue), {
+        // TypeBox writes the key rule as patternProperties, which alone lets other keys through.
+        additionalProperties: false,
         maxProperties: CUSTOM_FIELDS_MAX,
         description: 'Merged per key; a null value deletes the key.',
       }),

@@ -1,5 +1,5 @@
 // Runs the migrations in db/migrations through Kysely's Migrator, handing each the dialect.
-import { type Kysely, type Migration, type MigrationResultSet, Migrator } from 'kysely'
+import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import type { DatabaseHandle } from './database.js'
 import type { Dialect } from './dialect.js'
 import * as migrations from './migrations/index.js'
@@ -11,7 +11,7 @@ interface MigrationModule {
   down?(db: Kysely<any>, dialect: Dialect): Promise<void>
 }
 
-function migrator(handle: DatabaseHandle): Migrator {
+async function migrator(handle: DatabaseHandle): Promise<Migrator> {
   const provider = {
     getMigrations: async (): Promise<Record<string, Migration>> =>
       Object.fromEntries(
@@ -28,7 +28,13 @@ function migrator(handle: DatabaseHandle): Migrator {
         }),
       ),
   }
-  return new Migrator({ db: handle.db, provider })
+  // Kysely looks for its own tables in every schema; pin them to ours, or a database where
+  // another schema (another service, a test run) has them would make us skip creating them.
+  const schema =
+    handle.dialect === 'postgres'
+      ? (await sql<{ name: string }>`select current_schema() as name`.execute(handle.db)).rows[0]?.name
+      : undefined
+  return new Migrator({ db: handle.db, provider, ...(schema ? { migrationTableSchema: schema } : {}) })
 }
 
 function check(result: MigrationResultSet): string[] {
@@ -41,22 +47,26 @@ function check(result: MigrationResultSet): string[] {
 
 /** Applies every pending migration; returns the names applied. */
 export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
-  return check(await migrator(handle).migrateToLatest())
+  const m = await migrator(handle)
+  return check(await m.migrateToLatest())
 }
 
 export async function migrateDown(handle: DatabaseHandle): Promise<string[]> {
-  return check(await migrator(handle).migrateDown())
+  const m = await migrator(handle)
+  return check(await m.migrateDown())
 }
 
 /** True when every known migration has been applied (for /readyz). */
 export async function isMigrated(handle: DatabaseHandle): Promise<boolean> {
-  const all = await migrator(handle).getMigrations()
+  const m = await migrator(handle)
+  const all = await m.getMigrations()
   return all.every((m) => m.executedAt !== undefined)
 }
 
 export async function migrationStatus(handle: DatabaseHandle) {
-  return (await migrator(handle).getMigrations()).map((m) => ({
-    name: m.name,
-    executed_at: m.executedAt?.toISOString() ?? null,
+  const m = await migrator(handle)
+  return (await m.getMigrations()).map((info) => ({
+    name: info.name,
+    executed_at: info.executedAt?.toISOString() ?? null,
   }))
 }

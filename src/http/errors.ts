@@ -105,6 +105,9 @@ function fromValidation(error: FastifyError): AppError {
     if (issue.keyword === 'additionalProperties') {
       const name = String(params.additionalProperty)
       const field = path ? `${path}.${name}` : name
+      if (path === 'custom_fields') {
+        return { field, message: 'is not a valid custom field key: use 1-40 letters, digits or underscores' }
+      }
       return { field, message: READ_ONLY_FIELDS.has(name) && !path ? 'is read-only' : 'is not a known field' }
     }
     if (issue.keyword === 'required') {

@@ -1,10 +1,18 @@
-// Request bodies: JSON only (anything else is 415), prototype poisoning refused, no U+0000 in text.
+// Request input rules: JSON bodies only (anything else is 415), prototype poisoning refused,
+// and no U+0000 anywhere (PostgreSQL cannot store it; DESIGN §4).
 import type { FastifyInstance } from 'fastify'
 import { AppError } from './errors.js'
 
 export const BODY_LIMIT = 1024 * 1024
 
-export function installJsonBodyParser(app: FastifyInstance): void {
+export function installInputRules(app: FastifyInstance): void {
+  // Query strings and paths: %00 decodes to U+0000.
+  app.addHook('onRequest', async (request) => {
+    if (/%00/i.test(request.url)) {
+      throw new AppError('invalid_parameter', 'The URL must not contain the character U+0000 (%00).')
+    }
+  })
+
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (request, body, done) => {

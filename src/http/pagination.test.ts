@@ -1,0 +1,180 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
+import { createContact, expectProblem } from '../../test/helpers.js'
+import { manualClock } from '../lib/clock.js'
+
+interface Page {
+  contacts: Array<{ id: string }>
+  next_cursor: string | null
+}
+
+describe.each(testDialects())('cursor pagination on %s', (dialect) => {
+  let t: TestHarness
+  let acme: TestAccount
+  let ids: string[]
+  const TOTAL = 23
+
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect })
+    acme = await t.createAccount()
+    ids = []
+    for (let i = 0; i < TOTAL; i++) {
+      ids.push((await createContact(t, acme, { first_name: `C${i}`, tags: i % 2 ? ['odd'] : [] })).id)
+    }
+  })
+  afterAll(() => t.close())
+
+  async function page(query: string): Promise<Page> {
+    const res = await t.inject(acme, { method: 'GET', url: `/api/v1/contacts?${query}` })
+    expect(res.statusCode, res.body).toBe(200)
+    return res.json()
+  }
+
+  /** Walks to the end; asserts no page is empty unless it is the only one. */
+  async function walk(query: string, limit: number, between?: (pageIndex: number) => Promise<void>) {
+    const seen: string[] = []
+    let after: string | null = null
+    let pages = 0
+    do {
+      const cursor: string = after === null ? '' : `&after=${encodeURIComponent(after)}`
+      const result = await page(`limit=${limit}${query}${cursor}`)
+      expect(result.contacts.length).toBeLessThanOrEqual(limit)
+      seen.push(...result.contacts.map((c) => c.id))
+      after = result.next_cursor
+      pages++
+      await between?.(pages)
+    } while (after !== null)
+    return { seen, pages }
+  }
+
+  it.each([1, 2, 5, 22, 23, 24, 50, 100])(
+    'limit=%i sees every contact once, in creation order; null cursor exactly at the end',
+    async (limit) => {
+      const { seen, pages } = await walk('', limit)
+      expect(seen).toEqual(ids)
+      expect(pages).toBe(Math.max(1, Math.ceil(TOTAL / limit)))
+    },
+  )
+
+  it('the default page size is 50 and the order can be reversed', async () => {
+    expect((await page('')).contacts).toHaveLength(TOTAL)
+    const { seen } = await walk('&order=desc', 4)
+    expect(seen).toEqual([...ids].reverse())
+  })
+
+  it('filters page the same way', async () => {
+    const { seen } = await walk('&tag=odd', 3)
+    expect(seen).toEqual(ids.filter((_, i) => i % 2 === 1))
+  })
+
+  it('limit may change between pages', async () => {
+    const first = await page('limit=3')
+    const second = await page(`limit=10&after=${encodeURIComponent(first.next_cursor ?? '')}`)
+    expect([...first.contacts, ...second.contacts].map((c) => c.id)).toEqual(ids.slice(0, 13))
+  })
+
+  it('a walk during creates and deletes has no duplicates and misses none that existed throughout', async () => {
+    const local = await t.createAccount('Churn')
+    const initial: string[] = []
+    for (let i = 0; i < 30; i++) {
+      initial.push((await createContact(t, local, { first_name: `I${i}` })).id)
+    }
+    const deleted = new Set<string>()
+    const created: string[] = []
+    const seen: string[] = []
+    let after: string | null = null
+    let round = 0
+    do {
+      const cursor: string = after === null ? '' : `&after=${encodeURIComponent(after)}`
+      const res = await t.inject(local, { method: 'GET', url: `/api/v1/contacts?limit=4${cursor}` })
+      const result = res.json() as Page
+      seen.push(...result.contacts.map((c) => c.id))
+      after = result.next_cursor
+      // Delete one not yet seen, one already seen (even the cursor's own row), and create one.
+      const ahead = initial.find((id) => !seen.includes(id) && !deleted.has(id))
+      const last = result.contacts.at(-1)?.id
+      for (const id of [ahead, round % 2 ? last : undefined]) {
+        if (id && !deleted.has(id)) {
+          expect((await t.inject(local, { method: 'DELETE', url: `/api/v1/contacts/${id}` })).statusCode).toBe(204)
+          deleted.add(id)
+        }
+      }
+      created.push((await createContact(t, local, { first_name: `N${round}` })).id)
+      round++
+    } while (after !== null && round < 100)
+    expect(new Set(seen).size).toBe(seen.length)
+    const throughout = initial.filter((id) => !deleted.has(id))
+    expect(throughout.every((id) => seen.includes(id))).toBe(true)
+    // Ascending order sees contacts created during the walk too.
+    expect(created.slice(0, -1).every((id) => seen.includes(id))).toBe(true)
+  })
+
+  it('the sort key is unique: contacts with identical created_at page without skips or repeats', async () => {
+    const frozen = await createTestHarness({ dialect, clock: manualClock() })
+    try {
+      const local = await frozen.createAccount('Burst')
+      const created = []
+      for (let i = 0; i < 12; i++) {
+        created.push(await createContact(frozen, local, { first_name: `B${i}` }))
+      }
+      expect(new Set(created.map((c) => c.created_at)).size).toBe(1)
+      const seen: string[] = []
+      let after: string | null = null
+      do {
+        const cursor: string = after === null ? '' : `&after=${encodeURIComponent(after)}`
+        const result = (
+          await frozen.inject(local, { method: 'GET', url: `/api/v1/contacts?limit=1${cursor}` })
+        ).json() as Page
+        seen.push(...result.contacts.map((c) => c.id))
+        after = result.next_cursor
+      } while (after !== null)
+      expect(seen).toEqual(created.map((c) => c.id))
+    } finally {
+      await frozen.close()
+    }
+  })
+
+  it.each(['0', '-1', '101', '1e9', 'abc', '1.5', '', '10&limit=20'])(
+    'limit=%s → 400 invalid_parameter naming limit',
+    async (limit) => {
+      const res = await t.inject(acme, { method: 'GET', url: `/api/v1/contacts?limit=${limit}` })
+      const body = expectProblem(res, 400, 'invalid_parameter')
+      expect(body.errors[0].field).toBe('limit')
+    },
+  )
+
+  it('a bad limit gets the documented message', async () => {
+    const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?limit=101' })
+    expect(res.json().detail).toBe('limit must be an integer from 1 to 100')
+  })
+
+  it('rejects every cursor it did not issue for this query: 400 invalid_cursor', async () => {
+    const first = await page('limit=2')
+    const good = first.next_cursor as string
+    const [payload, signature] = good.split('.') as [string, string]
+    const decoded = JSON.parse(Buffer.from(payload, 'base64url').toString())
+    const forged = Buffer.from(JSON.stringify({ ...decoded, k: ids[20] })).toString('base64url')
+    const eventsPage = await t.inject(acme, { method: 'GET', url: '/api/v1/events?limit=1' })
+    const eventsCursor = eventsPage.json().next_cursor as string
+    const cases: Array<[string, string, string]> = [
+      ['garbage', 'garbage', ''],
+      ['empty signature', `${payload}.`, ''],
+      ['tampered position', `${forged}.${signature}`, ''],
+      ['truncated signature', `${payload}.${signature.slice(0, -2)}`, ''],
+      ['extra part', `${good}.x`, ''],
+      ['too long', 'a'.repeat(2000), ''],
+      ['another query (filter added)', good, '&tag=odd'],
+      ['another query (order changed)', good, '&order=desc'],
+      ['another list', eventsCursor, ''],
+    ]
+    for (const [name, cursor, extra] of cases) {
+      const res = await t.inject(acme, {
+        method: 'GET',
+        url: `/api/v1/contacts?limit=2&after=${encodeURIComponent(cursor)}${extra}`,
+      })
+      const code = name === 'too long' ? 'invalid_parameter' : 'invalid_cursor'
+      expect(expectProblem(res, 400, code).errors[0].field, name).toBe('after')
+    }
+  })
+})

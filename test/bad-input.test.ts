@@ -1,0 +1,196 @@
+// Bad input gets a clear 4xx problem and changes nothing; never a 5xx.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from './dialects.js'
+import { createTestHarness, type TestAccount, type TestHarness } from './harness.js'
+import { createContact, expectProblem, snapshotAccount } from './helpers.js'
+
+describe.each(testDialects())('bad input on %s', (dialect) => {
+  let t: TestHarness
+  let acme: TestAccount
+  let existingId: string
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect })
+    acme = await t.createAccount()
+    existingId = (await createContact(t, acme, { email: 'keep@example.com', tags: ['a'] })).id
+  })
+  afterAll(() => t.close())
+
+  const json = { 'content-type': 'application/json' }
+  const long = 'x'.repeat(257)
+  const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`
+
+  // [name, raw body or object, content-type headers, status, code, field named in errors[0]]
+  const cases: Array<[string, string | object, Record<string, string>, number, string, string?]> = [
+    ['malformed JSON', '{"email": ', json, 400, 'invalid_request'],
+    ['empty body with a JSON content type', '', json, 400, 'invalid_request'],
+    ['a JSON array', '[{"email":"a@example.com"}]', json, 400, 'invalid_parameter'],
+    ['a JSON string', '"a@example.com"', json, 400, 'invalid_parameter'],
+    ['JSON null', 'null', json, 400, 'invalid_parameter'],
+    ['a JSON number', '42', json, 400, 'invalid_parameter'],
+    ['nested 100,000 levels deep', deep, json, 400, 'invalid_parameter'],
+    ['unknown field', { email: 'n@example.com', isAdmin: true }, json, 400, 'invalid_parameter', 'isAdmin'],
+    ['read-only id', { email: 'n@example.com', id: 'con_x' }, json, 400, 'invalid_parameter', 'id'],
+    [
+      'read-only created_at',
+      { email: 'n@example.com', created_at: '2020-01-01T00:00:00.000Z' },
+      json,
+      400,
+      'invalid_parameter',
+      'created_at',
+    ],
+    [
+      'read-only account_id',
+      { email: 'n@example.com', account_id: 'acct_x' },
+      json,
+      400,
+      'invalid_parameter',
+      'account_id',
+    ],
+    ['__proto__', '{"email":"n@example.com","__proto__":{"admin":true}}', json, 400, 'invalid_request'],
+    [
+      'constructor.prototype',
+      '{"email":"n@example.com","constructor":{"prototype":{"admin":true}}}',
+      json,
+      400,
+      'invalid_request',
+    ],
+    ['U+0000 in a value', { email: 'n@example.com', first_name: 'A\u0000B' }, json, 400, 'invalid_parameter'],
+    [
+      'U+0000 in a custom field',
+      { email: 'n@example.com', custom_fields: { note: '\u0000' } },
+      json,
+      400,
+      'invalid_parameter',
+    ],
+    ['invalid email', { email: 'not-an-email' }, json, 400, 'invalid_parameter', 'email'],
+    ['email with spaces inside', { email: 'a b@example.com' }, json, 400, 'invalid_parameter', 'email'],
+    ['invalid phone', { phone: '12345' }, json, 400, 'invalid_parameter', 'phone'],
+    ['over-long first_name', { first_name: long }, json, 400, 'invalid_parameter', 'first_name'],
+    ['over-long email', { email: `${long}@example.com` }, json, 400, 'invalid_parameter', 'email'],
+    ['empty first_name', { first_name: '' }, json, 400, 'invalid_parameter', 'first_name'],
+    [
+      '51 tags',
+      { first_name: 'T', tags: Array.from({ length: 51 }, (_, i) => `t${i}`) },
+      json,
+      400,
+      'invalid_parameter',
+      'tags',
+    ],
+    ['a 65-character tag', { first_name: 'T', tags: ['x'.repeat(65)] }, json, 400, 'invalid_parameter', 'tags.0'],
+    ['an empty tag', { first_name: 'T', tags: [''] }, json, 400, 'invalid_parameter', 'tags.0'],
+    [
+      '51 custom fields',
+      { first_name: 'T', custom_fields: Object.fromEntries(Array.from({ length: 51 }, (_, i) => [`k${i}`, i])) },
+      json,
+      400,
+      'invalid_parameter',
+      'custom_fields',
+    ],
+    [
+      'a bad custom field key',
+      { first_name: 'T', custom_fields: { 'bad-key': 1 } },
+      json,
+      400,
+      'invalid_parameter',
+      'custom_fields.bad-key',
+    ],
+    [
+      'a 41-character custom field key',
+      { first_name: 'T', custom_fields: { ['k'.repeat(41)]: 1 } },
+      json,
+      400,
+      'invalid_parameter',
+      `custom_fields.${'k'.repeat(41)}`,
+    ],
+    [
+      'a 501-character custom value',
+      { first_name: 'T', custom_fields: { note: 'x'.repeat(501) } },
+      json,
+      400,
+      'invalid_parameter',
+    ],
+    [
+      'an object as custom value',
+      { first_name: 'T', custom_fields: { nested: { a: 1 } } },
+      json,
+      400,
+      'invalid_parameter',
+    ],
+    ['an array as custom value', { first_name: 'T', custom_fields: { list: [1] } }, json, 400, 'invalid_parameter'],
+    ['a number as name', { first_name: 123 }, json, 400, 'invalid_parameter', 'first_name'],
+    ['an array as name', { first_name: ['a'] }, json, 400, 'invalid_parameter', 'first_name'],
+    ['an operator object as name', { first_name: { $gt: '' } }, json, 400, 'invalid_parameter', 'first_name'],
+    ['a string as tags', { first_name: 'T', tags: 'vip' }, json, 400, 'invalid_parameter', 'tags'],
+    ['a boolean as email', { email: true }, json, 400, 'invalid_parameter', 'email'],
+    [
+      'a 2 MiB body',
+      { first_name: 'T', custom_fields: { note: 'x'.repeat(2 * 1024 * 1024) } },
+      json,
+      413,
+      'payload_too_large',
+    ],
+    [
+      'form encoding',
+      'email=a%40example.com',
+      { 'content-type': 'application/x-www-form-urlencoded' },
+      415,
+      'unsupported_media_type',
+    ],
+    [
+      'XML',
+      '<contact><email>a@example.com</email></contact>',
+      { 'content-type': 'application/xml' },
+      415,
+      'unsupported_media_type',
+    ],
+    ['text/plain', '{"email":"a@example.com"}', { 'content-type': 'text/plain' }, 415, 'unsupported_media_type'],
+    ['no body at all', '', {}, 400, 'invalid_parameter'],
+  ]
+
+  it.each(cases)(
+    'POST /contacts with %s → %i %s, nothing written',
+    async (_name, payload, headers, status, code, field) => {
+      const before = await snapshotAccount(t, acme)
+      const res = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload, headers })
+      const body = expectProblem(res, status, code)
+      if (field) {
+        expect(body.errors[0].field).toBe(field)
+      }
+      expect(await snapshotAccount(t, acme)).toEqual(before)
+    },
+  )
+
+  it.each(cases)(
+    'PATCH /contacts/{id} with %s → %i %s, nothing changed',
+    async (_name, payload, headers, status, code) => {
+      const before = await snapshotAccount(t, acme)
+      const res = await t.inject(acme, { method: 'PATCH', url: `/api/v1/contacts/${existingId}`, payload, headers })
+      expectProblem(res, status, code)
+      expect(await snapshotAccount(t, acme)).toEqual(before)
+    },
+  )
+
+  it('upsert refuses the same bad bodies', async () => {
+    const before = await snapshotAccount(t, acme)
+    for (const [name, payload, headers, status, code] of cases) {
+      const res = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts/upsert', payload, headers })
+      expect(res.statusCode, name).toBeGreaterThanOrEqual(400)
+      expect(res.statusCode, name).toBeLessThan(500)
+      if (status !== 400 || code !== 'invalid_parameter') {
+        expectProblem(res, status, code)
+      }
+    }
+    expect(await snapshotAccount(t, acme)).toEqual(before)
+  })
+
+  it.each(['/api/v1/contacts?q=a%00b', '/api/v1/contacts?email=a%00@example.com', `/api/v1/contacts/con_%00`])(
+    'U+0000 in the URL (%s) → 400, on every dialect',
+    async (url) => {
+      expectProblem(await t.inject(acme, { method: 'GET', url }), 400, 'invalid_parameter')
+    },
+  )
+
+  it('the process keeps serving after all of the above', async () => {
+    expect((await t.inject(acme, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)
+  })
+})

@@ -1,0 +1,294 @@
+// Migrations on every dialect: up on a fresh database, down to nothing and up again, and the
+// same schema (columns, tenant-first primary keys and foreign keys) on SQLite and PostgreSQL.
+import { randomBytes } from 'node:crypto'
+import { PGlite } from '@electric-sql/pglite'
+import { Kysely, sql } from 'kysely'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createAccountWithKey } from '../src/accounts/accounts.js'
+import { type DatabaseHandle, openDatabase, wrap } from '../src/db/database.js'
+import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
+import type { Database } from '../src/db/schema.js'
+import { type TestDialect, testDialects } from './dialects.js'
+import { pgliteDialect } from './pglite-dialect.js'
+
+const MIGRATIONS = ['20261122T000000_init']
+const TABLES = ['accounts', 'api_keys', 'contact_tags', 'contacts', 'events']
+const TENANT_TABLES = ['api_keys', 'contact_tags', 'contacts', 'events']
+/** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
+const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key'])
+
+/** A fresh, empty database of the dialect (as test/harness.ts opens them). */
+async function openFresh(dialect: TestDialect): Promise<{ database: DatabaseHandle; dispose(): Promise<void> }> {
+  if (dialect === 'sqlite') {
+    const database = openDatabase({ kind: 'sqlite', path: ':memory:', synchronous: 'NORMAL' })
+    return { database, dispose: () => database.close() }
+  }
+  if (dialect === 'pglite') {
+    const database = wrap(new Kysely<Database>({ dialect: pgliteDialect(await PGlite.create()) }), 'postgres')
+    return { database, dispose: () => database.close() }
+  }
+  const url = process.env.TEST_DATABASE_URL
+  if (!url) {
+    throw new Error('TEST_DATABASE_URL is not set')
+  }
+  const schema = `test_${randomBytes(6).toString('hex')}`
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  await admin.query(`create schema ${schema}`)
+  await admin.end()
+  const scoped = new URL(url)
+  scoped.searchParams.set('options', `-c search_path=${schema}`)
+  const database = openDatabase({ kind: 'postgres', url: scoped.toString() })
+  return {
+    database,
+    async dispose() {
+      await database.close()
+      const cleanup = new pg.Client({ connectionString: url })
+      await cleanup.connect()
+      await cleanup.query(`drop schema ${schema} cascade`)
+      await cleanup.end()
+    },
+  }
+}
+
+interface SchemaShape {
+  /** `table.column`, sorted. */
+  columns: string[]
+  /** Primary-key columns in key order, by table. */
+  primaryKeys: Record<string, string[]>
+  /** Every foreign key's local columns in key order, by table. */
+  foreignKeys: Record<string, string[][]>
+  /** Every unique index created by the migrations (not the primary keys): name → columns. */
+  uniqueIndexes: Record<string, { table: string; columns: string[] }>
+}
+
+/** The application's tables (not Kysely's bookkeeping) as the database itself describes them. */
+async function describeSchema({ db, dialect }: DatabaseHandle): Promise<SchemaShape> {
+  const shape: SchemaShape = { columns: [], primaryKeys: {}, foreignKeys: {}, uniqueIndexes: {} }
+  const ours = (table: string) => !table.startsWith('kysely_') && !table.startsWith('sqlite_')
+
+  if (dialect === 'sqlite') {
+    const tables = (
+      await sql<{ name: string }>`select name from sqlite_master where type = 'table' order by name`.execute(db)
+    ).rows
+      .map((r) => r.name)
+      .filter(ours)
+    for (const table of tables) {
+      const columns = (
+        await sql<{ name: string; pk: number }>`select name, pk from pragma_table_info(${table})`.execute(db)
+      ).rows
+      shape.columns.push(...columns.map((c) => `${table}.${c.name}`))
+      shape.primaryKeys[table] = columns
+        .filter((c) => c.pk > 0)
+        .sort((a, b) => a.pk - b.pk)
+        .map((c) => c.name)
+      const fks = (
+        await sql<{
+          id: number
+          seq: number
+          from: string
+        }>`select id, seq, "from" from pragma_foreign_key_list(${table})`.execute(db)
+      ).rows
+      const byId = new Map<number, Array<{ seq: number; from: string }>>()
+      for (const fk of fks) {
+        byId.set(fk.id, [...(byId.get(fk.id) ?? []), fk])
+      }
+      shape.foreignKeys[table] = [...byId.values()].map((cols) => cols.sort((a, b) => a.seq - b.seq).map((c) => c.from))
+      const indexes = (
+        await sql<{
+          name: string
+          unique: number
+          origin: string
+        }>`select name, "unique", origin from pragma_index_list(${table})`.execute(db)
+      ).rows.filter((i) => i.unique === 1 && i.origin === 'c')
+      for (const index of indexes) {
+        const columns = (
+          await sql<{ seqno: number; name: string }>`select seqno, name from pragma_index_info(${index.name})`.execute(
+            db,
+          )
+        ).rows
+        shape.uniqueIndexes[index.name] = {
+          table,
+          columns: columns.sort((a, b) => a.seqno - b.seqno).map((c) => c.name),
+        }
+      }
+    }
+  } else {
+    const columns = (
+      await sql<{ table_name: string; column_name: string }>`
+        select table_name, column_name from information_schema.columns
+        where table_schema = current_schema()`.execute(db)
+    ).rows.filter((r) => ours(r.table_name))
+    shape.columns.push(...columns.map((c) => `${c.table_name}.${c.column_name}`))
+    const keyColumns = (
+      await sql<{ constraint_type: string; constraint_name: string; table_name: string; column_name: string }>`
+        select tc.constraint_type, tc.constraint_name, tc.table_name, kcu.column_name
+        from information_schema.table_constraints tc
+        join information_schema.key_column_usage kcu
+          on kcu.constraint_schema = tc.constraint_schema and kcu.constraint_name = tc.constraint_name
+         and kcu.table_name = tc.table_name
+        where tc.table_schema = current_schema() and tc.constraint_type in ('PRIMARY KEY', 'FOREIGN KEY')
+        order by tc.table_name, tc.constraint_name, kcu.ordinal_position`.execute(db)
+    ).rows.filter((r) => ours(r.table_name))
+    const foreign = new Map<string, { table: string; columns: string[] }>()
+    for (const row of keyColumns) {
+      if (row.constraint_type === 'PRIMARY KEY') {
+        shape.primaryKeys[row.table_name] = [...(shape.primaryKeys[row.table_name] ?? []), row.column_name]
+      } else {
+        const fk = foreign.get(row.constraint_name) ?? { table: row.table_name, columns: [] }
+        fk.columns.push(row.column_name)
+        foreign.set(row.constraint_name, fk)
+      }
+    }
+    for (const table of new Set(columns.map((c) => c.table_name))) {
+      shape.foreignKeys[table] = [...foreign.values()].filter((fk) => fk.table === table).map((fk) => fk.columns)
+    }
+    // Unique indexes that are not a primary key, with their columns in index order.
+    const indexes = (
+      await sql<{ index_name: string; table_name: string; column_name: string }>`
+        select i.relname as index_name, t.relname as table_name, a.attname as column_name
+        from pg_index x
+        join pg_class i on i.oid = x.indexrelid
+        join pg_class t on t.oid = x.indrelid
+        join pg_namespace n on n.oid = t.relnamespace
+        cross join lateral unnest(x.indkey) with ordinality as k(attnum, position)
+        join pg_attribute a on a.attrelid = t.oid and a.attnum = k.attnum
+        where n.nspname = current_schema() and x.indisunique and not x.indisprimary
+        order by i.relname, k.position`.execute(db)
+    ).rows.filter((r) => ours(r.table_name))
+    for (const row of indexes) {
+      const index = shape.uniqueIndexes[row.index_name] ?? { table: row.table_name, columns: [] }
+      index.columns.push(row.column_name)
+      shape.uniqueIndexes[row.index_name] = index
+    }
+  }
+  shape.columns.sort()
+  for (const table of Object.keys(shape.foreignKeys)) {
+    shape.foreignKeys[table]?.sort((a, b) => a.join().localeCompare(b.join()))
+  }
+  return shape
+}
+
+const tablesOf = async (database: DatabaseHandle): Promise<string[]> =>
+  [...new Set((await describeSchema(database)).columns.map((c) => c.split('.')[0] ?? ''))].sort()
+
+describe.each(testDialects())('migrations on %s', (dialect) => {
+  let database: DatabaseHandle
+  let dispose: () => Promise<void>
+  beforeAll(async () => {
+    ;({ database, dispose } = await openFresh(dialect))
+  })
+  afterAll(() => dispose?.())
+
+  it('migrate up on a fresh database creates every table', async () => {
+    expect(await tablesOf(database)).toEqual([])
+    expect(await isMigrated(database)).toBe(false)
+    expect(await migrationStatus(database)).toEqual([{ name: MIGRATIONS[0], executed_at: null }])
+
+    expect(await migrateToLatest(database)).toEqual(MIGRATIONS)
+    expect(await tablesOf(database)).toEqual(TABLES)
+    expect(await isMigrated(database)).toBe(true)
+    expect(await migrationStatus(database)).toEqual([
+      { name: MIGRATIONS[0], executed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) },
+    ])
+    expect(await migrateToLatest(database)).toEqual([])
+  })
+
+  it('migrate down to nothing, then up again', async () => {
+    const { account } = await createAccountWithKey(database.db, {
+      name: 'Before',
+      now: new Date(),
+      keyPrefix: 'service',
+    })
+    expect(account.name).toBe('Before')
+
+    expect(await migrateDown(database)).toEqual(MIGRATIONS)
+    expect(await tablesOf(database)).toEqual([])
+    expect(await isMigrated(database)).toBe(false)
+    expect(await migrateDown(database)).toEqual([])
+
+    expect(await migrateToLatest(database)).toEqual(MIGRATIONS)
+    expect(await tablesOf(database)).toEqual(TABLES)
+    expect(await isMigrated(database)).toBe(true)
+    // Fresh tables: the account from before the round trip is gone, and new rows go in.
+    expect(await database.db.selectFrom('accounts').selectAll().execute()).toEqual([])
+    await createAccountWithKey(database.db, { name: 'After', now: new Date(), keyPrefix: 'service' })
+    expect(await database.db.selectFrom('accounts').select('name').execute()).toEqual([{ name: 'After' }])
+    expect(await database.db.selectFrom('api_keys').select('name').execute()).toEqual([{ name: 'Default' }])
+  })
+
+  it('every tenant table leads its primary key, foreign keys and unique indexes with account_id', async () => {
+    const shape = await describeSchema(database)
+    expect(shape.primaryKeys.accounts).toEqual(['id'])
+    for (const table of TENANT_TABLES) {
+      expect(shape.primaryKeys[table]?.[0], `${table} primary key`).toBe('account_id')
+      const fks = shape.foreignKeys[table] ?? []
+      expect(fks.length, `${table} foreign keys`).toBeGreaterThan(0)
+      for (const fk of fks) {
+        expect(fk[0], `${table} foreign key (${fk.join(', ')})`).toBe('account_id')
+      }
+    }
+    for (const [name, index] of Object.entries(shape.uniqueIndexes)) {
+      if (TENANT_TABLES.includes(index.table) && !UNIQUE_WITHOUT_TENANT.has(name)) {
+        expect(index.columns[0], `unique index ${name}`).toBe('account_id')
+      }
+    }
+  })
+})
+
+describe('schema parity between SQLite and PostgreSQL', () => {
+  const opened: Array<{ dispose(): Promise<void> }> = []
+  const shapes = new Map<TestDialect, SchemaShape>()
+  const postgresDialects = testDialects().filter((d) => d !== 'sqlite')
+  const dialects: TestDialect[] = ['sqlite', ...(postgresDialects.length > 0 ? postgresDialects : ['pglite' as const])]
+
+  beforeAll(async () => {
+    for (const dialect of dialects) {
+      const fresh = await openFresh(dialect)
+      opened.push(fresh)
+      await migrateToLatest(fresh.database)
+      shapes.set(dialect, await describeSchema(fresh.database))
+    }
+  })
+  afterAll(async () => {
+    for (const fresh of opened) {
+      await fresh.dispose()
+    }
+  })
+
+  it('SQLite has the expected tables and columns', () => {
+    const sqlite = shapes.get('sqlite')
+    expect(sqlite?.columns).toContain('accounts.id')
+    expect(sqlite?.columns).toContain('api_keys.key_hash')
+    expect(new Set(sqlite?.columns.map((c) => c.split('.')[0]))).toEqual(new Set(TABLES))
+    expect(sqlite?.primaryKeys).toEqual({
+      accounts: ['id'],
+      api_keys: ['account_id', 'id'],
+      contacts: ['account_id', 'id'],
+      contact_tags: ['account_id', 'tag', 'contact_id'],
+      events: ['account_id', 'id'],
+    })
+    expect(sqlite?.foreignKeys).toEqual({
+      accounts: [],
+      api_keys: [['account_id']],
+      contacts: [['account_id']],
+      contact_tags: [['account_id', 'contact_id']],
+      events: [['account_id']],
+    })
+    expect(sqlite?.uniqueIndexes).toEqual({
+      api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },
+      contacts_account_email_key: { table: 'contacts', columns: ['account_id', 'email_lower'] },
+    })
+  })
+
+  it.each(dialects.filter((d) => d !== 'sqlite'))('%s has the same columns, keys and unique indexes', (dialect) => {
+    const sqlite = shapes.get('sqlite')
+    const other = shapes.get(dialect)
+    expect(sqlite).toBeDefined()
+    expect(other?.columns).toEqual(sqlite?.columns)
+    expect(other?.primaryKeys).toEqual(sqlite?.primaryKeys)
+    expect(other?.foreignKeys).toEqual(sqlite?.foreignKeys)
+    expect(other?.uniqueIndexes).toEqual(sqlite?.uniqueIndexes)
+  })
+})
