@@ -1,0 +1,103 @@
+// The README's path, as a user runs it: `serve` in its own process on a real port, a key from the
+// CLI, requests over TCP, then SIGTERM: in-flight requests finish and the process exits 0.
+import { type ChildProcess, spawn } from 'node:child_process'
+import { request } from 'node:http'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { runCli } from '../src/cli/cli.js'
+
+const PORT = 30_000 + Math.floor(Math.random() * 20_000)
+const base = `http://127.0.0.1:${PORT}`
+
+describe('contacts-api serve in a real process', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'contacts-serve-'))
+  const env = { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, 'contacts.sqlite')}`, PORT: String(PORT), LOG_LEVEL: 'info' }
+  let server: ChildProcess
+  let stdout = ''
+  let stderr = ''
+  let key = ''
+
+  beforeAll(async () => {
+    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    server.stdout?.on('data', (chunk) => {
+      stdout += chunk
+    })
+    await new Promise<void>((resolve, reject) => {
+      server.stderr?.on('data', (chunk) => {
+        stderr += chunk
+        if (stderr.includes('accounts create --name Acme')) {
+          resolve()
+        }
+      })
+      server.once('exit', (code) => reject(new Error(`serve exited early (${code}): ${stderr}`)))
+    })
+  })
+  afterAll(() => {
+    server.kill('SIGKILL')
+    rmSync(dir, { recursive: true, force: true })
+  })
+
+  it('tells a new user how to get a first key', () => {
+    expect(stderr).toContain(`Contacts API listening on http://127.0.0.1:${PORT}`)
+    expect(stderr).toContain('npm run cli -- accounts create --name Acme')
+  })
+
+  it('accepts a key made by the CLI on the same database, and logs one redacted line per request', async () => {
+    const out: string[] = []
+    const code = await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, { out: (t) => out.push(t), err: () => {} })
+    expect(code).toBe(0)
+    const { account, api_key } = JSON.parse(out[0] ?? '{}')
+    key = api_key.secret
+    const me = await fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${api_key.secret}` } })
+    expect(me.status).toBe(200)
+    expect((await me.json()).id).toBe(account.id)
+    const created = await fetch(`${base}/api/v1/contacts`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${api_key.secret}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ email: 'ada@example.com' }),
+    })
+    expect(created.status).toBe(201)
+    // The key pasted into a URL is redacted in the log too.
+    await fetch(`${base}/api/v1/me?api_key=${api_key.secret}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line))
+    const requests = lines.filter((line) => line.msg === 'request')
+    expect(requests.map((line) => [line.method, line.status])).toEqual([
+      ['GET', 200],
+      ['POST', 201],
+      ['GET', 401],
+    ])
+    expect(requests[0]).toMatchObject({ url: '/api/v1/me', account_id: account.id, reqId: expect.stringMatching(/^req_/) })
+    expect(stdout).not.toContain(api_key.secret)
+    expect(stdout.toLowerCase()).not.toContain('authorization')
+  })
+
+  it('on SIGTERM finishes a request still in flight, then exits 0', async () => {
+    // A POST whose body is half sent when SIGTERM arrives: the server must still answer it.
+    const body = JSON.stringify({ email: 'late@example.com', first_name: 'Late' })
+    const answer = new Promise<number>((resolve, reject) => {
+      const req = request(`${base}/api/v1/contacts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      })
+      req.on('response', (res) => {
+        res.resume()
+        resolve(res.statusCode ?? 0)
+      })
+      req.on('error', reject)
+      req.write(body.slice(0, 10))
+      setTimeout(() => {
+        const exited = new Promise<number | null>((done) => server.once('exit', (code) => done(code)))
+        server.kill('SIGTERM')
+        setTimeout(() => req.end(body.slice(10)), 200)
+        exitCode = exited
+      }, 100)
+    })
+    let exitCode: Promise<number | null> = Promise.resolve(null)
+    expect(await answer).toBe(201)
+    expect(await exitCode).toBe(0)
+    expect(stdout).toContain('"msg":"shutting down"')
+  })
+})
