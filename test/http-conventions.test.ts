@@ -1,9 +1,9 @@
 // Protocol-level behaviour shared by every route: 404/405, HEAD, CORS, Request-Id, the OpenAPI
 // document and its inventory, health checks, and failures that must not leak internals.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { testDialects } from './dialects.js'
 import { buildApp } from '../src/app.js'
 import { closeDeps, createDeps } from '../src/deps.js'
+import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness, testConfig } from './harness.js'
 import { expectProblem } from './helpers.js'
 
@@ -53,11 +53,19 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     const preflight = await t.app.inject({
       method: 'OPTIONS',
       url: '/api/v1/contacts',
-      headers: { origin: 'https://evil.example', 'access-control-request-method': 'GET', 'access-control-request-headers': 'authorization' },
+      headers: {
+        origin: 'https://evil.example',
+        'access-control-request-method': 'GET',
+        'access-control-request-headers': 'authorization',
+      },
     })
     expect(preflight.statusCode).toBeGreaterThanOrEqual(400)
     expect(preflight.headers['access-control-allow-origin']).toBeUndefined()
-    const cross = await t.inject(acme, { method: 'GET', url: '/api/v1/me', headers: { origin: 'https://evil.example' } })
+    const cross = await t.inject(acme, {
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: { origin: 'https://evil.example' },
+    })
     expect(cross.statusCode).toBe(200)
     expect(cross.headers['access-control-allow-origin']).toBeUndefined()
     expect(cross.headers['access-control-allow-credentials']).toBeUndefined()
@@ -93,7 +101,9 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'http', scheme: 'bearer' })
 
     const documented = new Set<string>()
-    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, { security?: unknown }>>)) {
+    for (const [path, operations] of Object.entries(
+      doc.paths as Record<string, Record<string, { security?: unknown }>>,
+    )) {
       for (const [method, operation] of Object.entries(operations)) {
         documented.add(`${method.toUpperCase()} ${path}`)
         if (path.startsWith('/api/v1/')) {

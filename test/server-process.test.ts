@@ -1,8 +1,8 @@
 // The README's path, as a user runs it: `serve` in its own process on a real port, a key from the
 // CLI, requests over TCP, then SIGTERM: in-flight requests finish and the process exits 0.
 import { type ChildProcess, spawn } from 'node:child_process'
-import { request } from 'node:http'
 import { mkdtempSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -13,14 +13,22 @@ const base = `http://127.0.0.1:${PORT}`
 
 describe('contacts-api serve in a real process', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-serve-'))
-  const env = { ...process.env, DATABASE_URL: `sqlite:${path.join(dir, 'contacts.sqlite')}`, PORT: String(PORT), LOG_LEVEL: 'info' }
+  const env = {
+    ...process.env,
+    DATABASE_URL: `sqlite:${path.join(dir, 'contacts.sqlite')}`,
+    PORT: String(PORT),
+    LOG_LEVEL: 'info',
+  }
   let server: ChildProcess
   let stdout = ''
   let stderr = ''
   let key = ''
 
   beforeAll(async () => {
-    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] })
+    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
     server.stdout?.on('data', (chunk) => {
       stdout += chunk
     })
@@ -46,7 +54,10 @@ describe('contacts-api serve in a real process', () => {
 
   it('accepts a key made by the CLI on the same database, and logs one redacted line per request', async () => {
     const out: string[] = []
-    const code = await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, { out: (t) => out.push(t), err: () => {} })
+    const code = await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, {
+      out: (t) => out.push(t),
+      err: () => {},
+    })
     expect(code).toBe(0)
     const { account, api_key } = JSON.parse(out[0] ?? '{}')
     key = api_key.secret
@@ -62,14 +73,21 @@ describe('contacts-api serve in a real process', () => {
     // The key pasted into a URL is redacted in the log too.
     await fetch(`${base}/api/v1/me?api_key=${api_key.secret}`)
     await new Promise((resolve) => setTimeout(resolve, 100))
-    const lines = stdout.trim().split('\n').map((line) => JSON.parse(line))
+    const lines = stdout
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line))
     const requests = lines.filter((line) => line.msg === 'request')
     expect(requests.map((line) => [line.method, line.status])).toEqual([
       ['GET', 200],
       ['POST', 201],
       ['GET', 401],
     ])
-    expect(requests[0]).toMatchObject({ url: '/api/v1/me', account_id: account.id, reqId: expect.stringMatching(/^req_/) })
+    expect(requests[0]).toMatchObject({
+      url: '/api/v1/me',
+      account_id: account.id,
+      reqId: expect.stringMatching(/^req_/),
+    })
     expect(stdout).not.toContain(api_key.secret)
     expect(stdout.toLowerCase()).not.toContain('authorization')
   })
@@ -80,7 +98,11 @@ describe('contacts-api serve in a real process', () => {
     const answer = new Promise<number>((resolve, reject) => {
       const req = request(`${base}/api/v1/contacts`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers: {
+          authorization: `Bearer ${key}`,
+          'content-type': 'application/json',
+          'content-length': Buffer.byteLength(body),
+        },
       })
       req.on('response', (res) => {
         res.resume()
