@@ -63,7 +63,7 @@ describe('contacts-api serve in a real process', () => {
     key = api_key.secret
     const me = await fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${api_key.secret}` } })
     expect(me.status).toBe(200)
-    expect((await me.json()).id).toBe(account.id)
+    expect(((await me.json()) as { id: string }).id).toBe(account.id)
     const created = await fetch(`${base}/api/v1/contacts`, {
       method: 'POST',
       headers: { authorization: `Bearer ${api_key.secret}`, 'content-type': 'application/json' },
