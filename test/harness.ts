@@ -91,7 +91,10 @@ export async function createTestHarness(options: {
 export const testConfig = (env: Record<string, string> = {}): Config =>
   loadConfig({ SECRET: TEST_SECRET, LOG_LEVEL: 'silent', ...env })
 
-async function openTestDatabase(dialect: TestDialect): Promise<{ database: DatabaseHandle; dispose(): Promise<void> }> {
+/** A fresh, empty database of the dialect. `dispose` removes what outlives it (the PostgreSQL schema); it does not close it. */
+export async function openTestDatabase(
+  dialect: TestDialect,
+): Promise<{ database: DatabaseHandle; dispose(): Promise<void> }> {
   if (dialect === 'sqlite') {
     return {
       database: openDatabase({ kind: 'sqlite', path: ':memory:', synchronous: 'NORMAL' }),

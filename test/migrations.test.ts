@@ -1,16 +1,12 @@
 // Migrations on every dialect: up on a fresh database, down to nothing and up again, and the
 // same schema (columns, tenant-first primary keys and foreign keys) on SQLite and PostgreSQL.
-import { randomBytes } from 'node:crypto'
-import { PGlite } from '@electric-sql/pglite'
-import { Kysely, sql } from 'kysely'
-import pg from 'pg'
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
-import { type DatabaseHandle, openDatabase, wrap } from '../src/db/database.js'
+import type { DatabaseHandle } from '../src/db/database.js'
 import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
-import type { Database } from '../src/db/schema.js'
 import { type TestDialect, testDialects } from './dialects.js'
-import { pgliteDialect } from './pglite-dialect.js'
+import { openTestDatabase } from './harness.js'
 
 const MIGRATIONS = ['20261122T000000_init']
 const TABLES = ['accounts', 'api_keys', 'contact_tags', 'contacts', 'events']
@@ -18,36 +14,14 @@ const TENANT_TABLES = ['api_keys', 'contact_tags', 'contacts', 'events']
 /** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
 const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key'])
 
-/** A fresh, empty database of the dialect (as test/harness.ts opens them). */
+/** A fresh, empty database of the dialect, as the harness opens them; dispose also closes it. */
 async function openFresh(dialect: TestDialect): Promise<{ database: DatabaseHandle; dispose(): Promise<void> }> {
-  if (dialect === 'sqlite') {
-    const database = openDatabase({ kind: 'sqlite', path: ':memory:', synchronous: 'NORMAL' })
-    return { database, dispose: () => database.close() }
-  }
-  if (dialect === 'pglite') {
-    const database = wrap(new Kysely<Database>({ dialect: pgliteDialect(await PGlite.create()) }), 'postgres')
-    return { database, dispose: () => database.close() }
-  }
-  const url = process.env.TEST_DATABASE_URL
-  if (!url) {
-    throw new Error('TEST_DATABASE_URL is not set')
-  }
-  const schema = `test_${randomBytes(6).toString('hex')}`
-  const admin = new pg.Client({ connectionString: url })
-  await admin.connect()
-  await admin.query(`create schema ${schema}`)
-  await admin.end()
-  const scoped = new URL(url)
-  scoped.searchParams.set('options', `-c search_path=${schema}`)
-  const database = openDatabase({ kind: 'postgres', url: scoped.toString() })
+  const { database, dispose } = await openTestDatabase(dialect)
   return {
     database,
     async dispose() {
       await database.close()
-      const cleanup = new pg.Client({ connectionString: url })
-      await cleanup.connect()
-      await cleanup.query(`drop schema ${schema} cascade`)
-      await cleanup.end()
+      await dispose()
     },
   }
 }

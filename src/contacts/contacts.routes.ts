@@ -5,7 +5,7 @@ import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError, ProblemSchema } from '../http/errors.js'
-import { decodeCursor, encodeCursor, PageEnvelope, pageJson } from '../http/pagination.js'
+import { PageEnvelope, sendPage } from '../http/pagination.js'
 import { sendRawJson } from '../http/replies.js'
 import { IdParams } from '../http/schemas.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
@@ -39,13 +39,8 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
-      const scope = { list: 'contacts', accountId, filters }
-      const afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
-      const rows = await listContactRows(db, accountId, { ...filters, afterId, fetch: limit + 1 })
-      return sendRawJson(
-        reply,
-        200,
-        pageJson('contacts', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)),
+      return sendPage(reply, deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, (position) =>
+        listContactRows(db, accountId, { ...filters, ...position }),
       )
     },
   )

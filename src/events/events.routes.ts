@@ -5,8 +5,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { ProblemSchema } from '../http/errors.js'
-import { decodeCursor, encodeCursor, PageEnvelope, PageQuery, pageJson } from '../http/pagination.js'
-import { sendRawJson } from '../http/replies.js'
+import { PageEnvelope, PageQuery, sendPage } from '../http/pagination.js'
 import { EVENT_TYPES, EventSchema } from './events.js'
 import { listEventRows } from './events.store.js'
 
@@ -33,13 +32,8 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
-      const scope = { list: 'events', accountId, filters }
-      const afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
-      const rows = await listEventRows(deps.database.db, accountId, { ...filters, afterId, fetch: limit + 1 })
-      return sendRawJson(
-        reply,
-        200,
-        pageJson('events', rows, limit, (lastId) => encodeCursor(deps.secret, scope, lastId)),
+      return sendPage(reply, deps.secret, { list: 'events', accountId, filters }, { limit, after }, (position) =>
+        listEventRows(deps.database.db, accountId, { ...filters, ...position }),
       )
     },
   )

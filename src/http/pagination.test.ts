@@ -68,6 +68,23 @@ describe.each(testDialects())('cursor pagination on %s', (dialect) => {
     expect(seen).toEqual(ids.filter((_, i) => i % 2 === 1))
   })
 
+  it('the events list pages the same way: every change once, oldest first', async () => {
+    const seen: string[] = []
+    let after: string | null = null
+    do {
+      const cursor: string = after === null ? '' : `&after=${encodeURIComponent(after)}`
+      const res = await t.inject(acme, { method: 'GET', url: `/api/v1/events?limit=7&type=contact.created${cursor}` })
+      expect(res.statusCode, res.body).toBe(200)
+      const result = res.json() as {
+        events: Array<{ id: string; data: { object: { id: string } } }>
+        next_cursor: string | null
+      }
+      seen.push(...result.events.map((e) => e.data.object.id))
+      after = result.next_cursor
+    } while (after !== null)
+    expect(seen).toEqual(ids)
+  })
+
   it('limit may change between pages', async () => {
     const first = await page('limit=3')
     const second = await page(`limit=10&after=${encodeURIComponent(first.next_cursor ?? '')}`)

@@ -1,7 +1,9 @@
 // Keyset pagination shared by every list: limit bounds, signed opaque cursors, the envelope.
 import { type TSchema, Type } from '@sinclair/typebox'
+import type { FastifyReply } from 'fastify'
 import { hmacSha256, safeEqual } from '../lib/crypto.js'
 import { AppError } from './errors.js'
+import { sendRawJson } from './replies.js'
 
 export const PAGE_SIZE_DEFAULT = 50
 export const PAGE_SIZE_MAX = 100
@@ -116,4 +118,24 @@ export function pageJson(name: string, rows: PageRow[], limit: number, nextCurso
   const last = page[page.length - 1]
   const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.id)) : 'null'
   return `{"${name}":[${page.map((row) => row.body).join(',')}],"next_cursor":${cursor}}`
+}
+
+/**
+ * The whole of a list endpoint after authentication: decode `after` for this scope, fetch
+ * limit + 1 rows from the position, and send the envelope with the next cursor.
+ */
+export async function sendPage(
+  reply: FastifyReply,
+  secret: string,
+  scope: CursorScope,
+  page: { limit: number; after: string | undefined },
+  fetchRows: (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[]>,
+): Promise<FastifyReply> {
+  const afterId = page.after === undefined ? undefined : decodeCursor(secret, scope, page.after)
+  const rows = await fetchRows({ afterId, fetch: page.limit + 1 })
+  return sendRawJson(
+    reply,
+    200,
+    pageJson(scope.list, rows, page.limit, (lastId) => encodeCursor(secret, scope, lastId)),
+  )
 }
