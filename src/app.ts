@@ -1,4 +1,4 @@
-// buildApp(deps): the Fastify instance with every plugin and feature registered. Never listens.
+// buildApp(deps): the Fastify instance with the API, the web app and operations routes. Never listens.
 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
@@ -14,6 +14,7 @@ import { validatorCompiler } from './http/validation.js'
 import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactKeys } from './observability/logger.js'
+import { webRoutes } from './web/web.routes.js'
 
 export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
   const app = Fastify({
@@ -63,6 +64,7 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
     },
     { prefix: '/api/v1' },
   )
+  await app.register(webRoutes, { deps })
   return app
 }
 

@@ -414,7 +414,7 @@ describe('keys from the CLI against the HTTP API on the same file', () => {
   })
 
   it('the database file and its WAL never contain a full key', async () => {
-    await deps.keyVerifier.flushLastUsed()
+    await deps.keyVerifier.flush()
     expect(secrets).toHaveLength(4)
     // While the server holds the file open (its WAL may still hold recent pages).
     const live = fileContents(db.file)

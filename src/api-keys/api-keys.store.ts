@@ -110,6 +110,28 @@ export async function revokeApiKey(
     .executeTakeFirst()
 }
 
+/** One key of one account (for the settings page), with its digest for cache invalidation. */
+export async function findApiKey(db: Kysely<Database>, accountId: string, keyId: string, prefix: string) {
+  const row = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .executeTakeFirst()
+  return row ? { apiKey: toApiKey(row, prefix), keyHash: row.key_hash } : undefined
+}
+
+/** Brings a key's expiry forward to `at` (never later than an expiry it already has). */
+export async function expireApiKeyAt(db: Kysely<Database>, accountId: string, keyId: string, at: Date): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set({ expires_at: at.toISOString() })
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', at.toISOString())]))
+    .execute()
+}
+
 export async function recordKeysLastUsed(
   db: Kysely<Database>,
   uses: Array<{ accountId: string; keyId: string; at: string }>,
@@ -122,6 +144,34 @@ export async function recordKeysLastUsed(
       .where('id', '=', use.keyId)
       .execute()
   }
+}
+
+/** Adds request counts to the per-day totals (one upsert per key and day). */
+export async function recordKeyUsage(
+  db: Kysely<Database>,
+  counts: Array<{ accountId: string; keyId: string; day: string; requests: number }>,
+): Promise<void> {
+  for (const count of counts) {
+    await db
+      .insertInto('api_key_usage')
+      .values({ account_id: count.accountId, key_id: count.keyId, day: count.day, requests: count.requests })
+      .onConflict((oc) =>
+        oc.columns(['account_id', 'key_id', 'day']).doUpdateSet((eb) => ({
+          requests: eb('api_key_usage.requests', '+', eb.ref('excluded.requests')),
+        })),
+      )
+      .execute()
+  }
+}
+
+/** Requests per key per day since `fromDay` (YYYY-MM-DD), for one account. */
+export async function listKeyUsage(db: Kysely<Database>, accountId: string, fromDay: string) {
+  return db
+    .selectFrom('api_key_usage')
+    .select(['key_id', 'day', 'requests'])
+    .where('account_id', '=', accountId)
+    .where('day', '>=', fromDay)
+    .execute()
 }
 
 export function keyState(key: ApiKey, now: Date): 'active' | 'revoked' | 'expired' {

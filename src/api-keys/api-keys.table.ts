@@ -12,3 +12,12 @@ export interface ApiKeysTable {
   revoked_at: string | null
   last_used_at: string | null
 }
+
+/** Requests per key per UTC day, for the usage chart. */
+export interface ApiKeyUsageTable {
+  account_id: string
+  key_id: string
+  /** YYYY-MM-DD (UTC). */
+  day: string
+  requests: number
+}

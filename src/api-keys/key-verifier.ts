@@ -1,10 +1,11 @@
 // Verifies bearer keys on the request path: format check, then a short-lived in-memory cache in
-// front of the digest lookup, and last-use times written in batches off the request path.
+// front of the digest lookup, and last-use times and daily request counts written in batches
+// off the request path.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import { hashApiKey } from './api-key.js'
-import { findKeyByHash, type KeyWithAccount, keyState, recordKeysLastUsed } from './api-keys.store.js'
+import { findKeyByHash, type KeyWithAccount, keyState, recordKeysLastUsed, recordKeyUsage } from './api-keys.store.js'
 
 /**
  * 1 s: a key revoked anywhere (the CLI, another instance) is refused everywhere within 1 s
@@ -14,15 +15,15 @@ const CACHE_TTL_MS = 1000
 const CACHE_MAX_ENTRIES = 10_000
 /** last_used_at is written at most once a minute per key (DESIGN §5). */
 const LAST_USED_RESOLUTION_MS = 60_000
-const LAST_USED_FLUSH_MS = 5_000
+const FLUSH_MS = 5_000
 
 export interface KeyVerifier {
   /** The key's account and key record when the key is active; undefined otherwise. */
   verify(key: string): Promise<KeyWithAccount | undefined>
   /** Forget a key at once (after a revocation through this process). */
   invalidate(keyHash: string): void
-  /** Write pending last-use times now (tests, shutdown). */
-  flushLastUsed(): Promise<void>
+  /** Write pending last-use times and request counts now (tests, shutdown). */
+  flush(): Promise<void>
   close(): Promise<void>
 }
 
@@ -30,6 +31,7 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   const cache = new Map<string, { found: KeyWithAccount; loadedAt: number }>()
   const lastUsedWritten = new Map<string, number>()
   let pendingUses = new Map<string, { accountId: string; keyId: string; at: string }>()
+  let pendingCounts = new Map<string, { accountId: string; keyId: string; day: string; requests: number }>()
 
   async function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
     const cached = cache.get(keyHash)
@@ -53,6 +55,14 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   }
 
   function noteUse(found: KeyWithAccount, now: Date): void {
+    const day = now.toISOString().slice(0, 10)
+    const countKey = `${found.key.id}|${day}`
+    const count = pendingCounts.get(countKey)
+    if (count) {
+      count.requests++
+    } else {
+      pendingCounts.set(countKey, { accountId: found.account.id, keyId: found.key.id, day, requests: 1 })
+    }
     const last = lastUsedWritten.get(found.key.id) ?? 0
     if (now.getTime() - last >= LAST_USED_RESOLUTION_MS) {
       lastUsedWritten.set(found.key.id, now.getTime())
@@ -60,20 +70,24 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
     }
   }
 
-  async function flushLastUsed(): Promise<void> {
-    if (pendingUses.size === 0) {
-      return
-    }
+  async function flush(): Promise<void> {
     const uses = [...pendingUses.values()]
+    const counts = [...pendingCounts.values()]
     pendingUses = new Map()
-    await recordKeysLastUsed(db, uses)
+    pendingCounts = new Map()
+    if (uses.length > 0) {
+      await recordKeysLastUsed(db, uses)
+    }
+    if (counts.length > 0) {
+      await recordKeyUsage(db, counts)
+    }
   }
 
   const timer = setInterval(() => {
-    flushLastUsed().catch(() => {
-      // Best effort: a lost last-use time is refreshed by the next use a minute later.
+    flush().catch(() => {
+      // Best effort: usage figures are for people reading a chart, not for billing.
     })
-  }, LAST_USED_FLUSH_MS)
+  }, FLUSH_MS)
   timer.unref()
 
   return {
@@ -89,10 +103,10 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
     invalidate(keyHash) {
       cache.delete(keyHash)
     },
-    flushLastUsed,
+    flush,
     async close() {
       clearInterval(timer)
-      await flushLastUsed()
+      await flush()
     },
   }
 }

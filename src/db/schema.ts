@@ -1,8 +1,9 @@
 // The whole database as Kysely sees it, assembled from each feature's table types.
 import type { AccountsTable } from '../accounts/accounts.table.js'
-import type { ApiKeysTable } from '../api-keys/api-keys.table.js'
+import type { ApiKeysTable, ApiKeyUsageTable } from '../api-keys/api-keys.table.js'
 import type { ContactsTable, ContactTagsTable } from '../contacts/contacts.table.js'
 import type { EventsTable } from '../events/events.table.js'
+import type { MembershipsTable, SessionsTable, UsersTable } from '../users/users.table.js'
 
 export interface Database {
   accounts: AccountsTable
@@ -10,4 +11,8 @@ export interface Database {
   contacts: ContactsTable
   contact_tags: ContactTagsTable
   events: EventsTable
+  users: UsersTable
+  memberships: MembershipsTable
+  sessions: SessionsTable
+  api_key_usage: ApiKeyUsageTable
 }

@@ -9,6 +9,7 @@ export const ID_PREFIXES = {
   event: 'evt',
   webhookEndpoint: 'we',
   request: 'req',
+  user: 'usr',
 } as const
 export type IdKind = keyof typeof ID_PREFIXES
 

@@ -1,0 +1,94 @@
+// People and their memberships in accounts. Membership is the check behind every web page.
+import type { Kysely } from 'kysely'
+import type { Account } from '../accounts/accounts.store.js'
+import { insertAccount } from '../accounts/accounts.store.js'
+import type { Database } from '../db/schema.js'
+import { newId } from '../lib/ids.js'
+import type { Role, UsersTable } from './users.table.js'
+
+export type User = Omit<UsersTable, 'password_hash' | 'email_lower'>
+
+export interface AccountMembership {
+  account: Account
+  role: Role
+}
+
+/** Sign-up: a person, their first account, and ownership of it, together or not at all. */
+export async function createUserWithAccount(
+  db: Kysely<Database>,
+  input: { email: string; passwordHash: string; accountName: string; now: Date },
+): Promise<{ user: User; account: Account }> {
+  return db.transaction().execute(async (trx) => {
+    const user: UsersTable = {
+      id: newId('user'),
+      email: input.email,
+      email_lower: input.email.toLowerCase(),
+      password_hash: input.passwordHash,
+      created_at: input.now.toISOString(),
+    }
+    await trx.insertInto('users').values(user).execute()
+    const account = await insertAccount(trx, input.accountName, input.now)
+    await addMembership(trx, account.id, user.id, 'owner', input.now)
+    return { user: { id: user.id, email: user.email, created_at: user.created_at }, account }
+  })
+}
+
+export async function createAccountForUser(
+  db: Kysely<Database>,
+  userId: string,
+  name: string,
+  now: Date,
+): Promise<Account> {
+  return db.transaction().execute(async (trx) => {
+    const account = await insertAccount(trx, name, now)
+    await addMembership(trx, account.id, userId, 'owner', now)
+    return account
+  })
+}
+
+export async function addMembership(db: Kysely<Database>, accountId: string, userId: string, role: Role, now: Date) {
+  await db
+    .insertInto('memberships')
+    .values({ account_id: accountId, user_id: userId, role, created_at: now.toISOString() })
+    .execute()
+}
+
+/** For sign-in: the user and the stored hash. */
+export async function findUserByEmail(db: Kysely<Database>, email: string) {
+  return db.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst()
+}
+
+export async function findUser(db: Kysely<Database>, userId: string): Promise<User | undefined> {
+  return db.selectFrom('users').select(['id', 'email', 'created_at']).where('id', '=', userId).executeTakeFirst()
+}
+
+/** The accounts a person belongs to, oldest first. */
+export async function listMemberships(db: Kysely<Database>, userId: string): Promise<AccountMembership[]> {
+  const rows = await db
+    .selectFrom('memberships')
+    .innerJoin('accounts', 'accounts.id', 'memberships.account_id')
+    .select(['accounts.id', 'accounts.name', 'accounts.created_at', 'accounts.updated_at', 'memberships.role'])
+    .where('memberships.user_id', '=', userId)
+    .orderBy('accounts.id')
+    .execute()
+  return rows.map(({ role, ...account }) => ({ account, role }))
+}
+
+/** The membership that lets a person see an account, or undefined (the page is then a 404). */
+export async function findMembership(
+  db: Kysely<Database>,
+  accountId: string,
+  userId: string,
+): Promise<AccountMembership | undefined> {
+  return (await listMemberships(db, userId)).find((m) => m.account.id === accountId)
+}
+
+export async function listMembers(db: Kysely<Database>, accountId: string) {
+  return db
+    .selectFrom('memberships')
+    .innerJoin('users', 'users.id', 'memberships.user_id')
+    .select(['users.id', 'users.email', 'memberships.role', 'memberships.created_at'])
+    .where('memberships.account_id', '=', accountId)
+    .orderBy('memberships.created_at')
+    .execute()
+}

@@ -1,0 +1,25 @@
+export interface UsersTable {
+  id: string
+  email: string
+  email_lower: string
+  /** argon2id, PHC string. */
+  password_hash: string
+  created_at: string
+}
+
+export type Role = 'owner' | 'member'
+
+export interface MembershipsTable {
+  account_id: string
+  user_id: string
+  role: Role
+  created_at: string
+}
+
+export interface SessionsTable {
+  /** SHA-256 of the cookie's token; the token itself is never stored. */
+  token_hash: string
+  user_id: string
+  created_at: string
+  expires_at: string
+}

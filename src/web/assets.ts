@@ -1,0 +1,53 @@
+// The web app's only static assets, inlined so the build needs no copy step.
+export const APP_CSS = `
+:root { --fg:#1d2330; --muted:#5c6577; --line:#dde1e8; --bg:#f7f8fa; --accent:#2857d6; --danger:#b3261e; --ok:#1e7a3c; }
+* { box-sizing: border-box; }
+body { margin:0; font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif; color:var(--fg); background:var(--bg); }
+header { background:#fff; border-bottom:1px solid var(--line); }
+header .bar { max-width:1100px; margin:0 auto; padding:.6rem 1rem; display:flex; gap:1rem; align-items:center; flex-wrap:wrap; }
+header .brand { font-weight:700; color:var(--fg); text-decoration:none; }
+header nav { display:flex; gap:.8rem; flex-wrap:wrap; flex:1; }
+header nav a { color:var(--muted); text-decoration:none; padding:.2rem .1rem; }
+header nav a[aria-current="page"] { color:var(--fg); border-bottom:2px solid var(--accent); }
+main { max-width:1100px; margin:1.5rem auto; padding:0 1rem; }
+h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:2rem 0 .6rem; }
+.card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem 1.2rem; margin-bottom:1rem; }
+.narrow { max-width:28rem; margin:3rem auto; }
+label { display:block; font-weight:600; margin:.7rem 0 .2rem; }
+.hint { color:var(--muted); font-size:.88rem; font-weight:400; }
+input[type=text],input[type=email],input[type=password],input[type=search],select,textarea { width:100%; padding:.5rem .6rem; border:1px solid #b9c0cc; border-radius:6px; font:inherit; background:#fff; }
+input:focus,select:focus,button:focus,a:focus { outline:3px solid #9db6f5; outline-offset:1px; }
+button,.button { display:inline-block; padding:.45rem .9rem; border-radius:6px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
+button.secondary,.button.secondary { background:#fff; color:var(--accent); }
+button.danger { background:var(--danger); border-color:var(--danger); }
+.inline { display:inline; } .row { display:flex; gap:.6rem; align-items:flex-end; flex-wrap:wrap; } .row > * { flex:1; min-width:10rem; }
+.row > .shrink { flex:0 0 auto; min-width:0; }
+table { width:100%; border-collapse:collapse; background:#fff; }
+th,td { text-align:left; padding:.5rem .6rem; border-bottom:1px solid var(--line); vertical-align:top; }
+th { font-size:.85rem; color:var(--muted); font-weight:600; }
+.table-wrap { overflow-x:auto; border:1px solid var(--line); border-radius:8px; }
+.error { color:var(--danger); font-size:.9rem; margin:.2rem 0; }
+.alert { padding:.7rem 1rem; border-radius:6px; margin-bottom:1rem; border:1px solid; }
+.alert.error { background:#fdecea; border-color:#f5c2bd; color:var(--danger); font-size:1rem; }
+.alert.ok { background:#e8f5ec; border-color:#b9e0c6; color:var(--ok); }
+.alert.warn { background:#fff7e0; border-color:#f0d58a; color:#6b4e00; }
+.status { font-size:.8rem; padding:.1rem .45rem; border-radius:999px; border:1px solid var(--line); }
+.status.active { color:var(--ok); border-color:#b9e0c6; } .status.revoked,.status.expired { color:var(--danger); border-color:#f5c2bd; }
+code,.mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:.9rem; }
+.secret { display:flex; gap:.5rem; } .secret input { font-family:ui-monospace,monospace; }
+.pager { margin-top:1rem; display:flex; gap:.6rem; }
+svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }
+.actions form { margin:0 0 .3rem; }
+@media (max-width:640px){ th.optional,td.optional { display:none; } }
+`
+
+/** The copy button: the page works without it, so it is the only script. */
+export const APP_JS = `
+document.querySelectorAll('[data-copy]').forEach(function (button) {
+  button.hidden = false;
+  button.addEventListener('click', function () {
+    var input = document.getElementById(button.getAttribute('data-copy'));
+    navigator.clipboard.writeText(input.value).then(function () { button.textContent = 'Copied'; });
+  });
+});
+`

@@ -1,0 +1,139 @@
+// Settings → "API & Webhooks": the keys table with usage, the create form, key-shown-once,
+// revoke confirmation.
+import type { ApiKey } from '../../api-keys/api-keys.store.js'
+import { keyState } from '../../api-keys/api-keys.store.js'
+import { type Html, html, raw } from '../html.js'
+import { csrfInput, field, layout, type PageContext } from './layout.js'
+
+export const USAGE_DAYS = 14
+export const EXPIRY_CHOICES = {
+  never: 'Never',
+  '7d': 'In 7 days',
+  '30d': 'In 30 days',
+  '90d': 'In 90 days',
+  '365d': 'In 1 year',
+} as const
+export const OVERLAP_CHOICES = { now: 'Now', '1h': 'In 1 hour', '24h': 'In 24 hours', '7d': 'In 7 days' } as const
+
+export interface KeyRow {
+  key: ApiKey
+  /** Requests per day, oldest first, USAGE_DAYS entries. */
+  usage: number[]
+}
+
+const date = (iso: string | null) =>
+  iso
+    ? html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
+    : html`<span class="hint">—</span>`
+
+/** A small bar chart; numbers only, so the markup is built as a trusted string. */
+function usageChart(usage: number[], days: string[]): Html {
+  const max = Math.max(1, ...usage)
+  const bars = usage
+    .map((n, i) => {
+      const h = n === 0 ? 2 : Math.max(3, Math.round((n / max) * 28))
+      return `<rect x="${i * 8}" y="${30 - h}" width="6" height="${h}" class="${n === 0 ? 'zero' : ''}"><title>${days[i]}: ${n}</title></rect>`
+    })
+    .join('')
+  const total = usage.reduce((a, b) => a + b, 0)
+  return raw(
+    `<svg class="usage" width="${usage.length * 8}" height="30" viewBox="0 0 ${usage.length * 8} 30" role="img" aria-label="${total} requests in the last ${usage.length} days">${bars}</svg> <span class="hint">${total}</span>`,
+  )
+}
+
+export function apiSettingsPage(
+  context: PageContext,
+  data: {
+    accountId: string
+    keys: KeyRow[]
+    days: string[]
+    now: Date
+    notice?: string
+    values?: { name?: string }
+    error?: string
+  },
+): Html {
+  const { accountId } = data
+  return layout(
+    'API & Webhooks',
+    { ...context, section: 'api' },
+    html`<h1>API &amp; Webhooks</h1>
+${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` : ''}
+<h2>API keys</h2>
+<p class="hint">Keys authenticate requests to the API as this account: <code>Authorization: Bearer &lt;key&gt;</code>. Keep them on your servers.</p>
+<div class="table-wrap"><table>
+<thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th class="optional">Created</th><th class="optional">Last used</th><th>Expires</th><th>Status</th><th>Requests, ${USAGE_DAYS} days</th><th>Actions</th></tr></thead>
+<tbody>
+${
+  data.keys.length === 0
+    ? html`<tr><td colspan="9" class="hint">No keys yet.</td></tr>`
+    : data.keys.map(({ key, usage }) => {
+        const state = keyState(key, data.now)
+        return html`<tr data-key-id="${key.id}">
+<td>${key.name}</td><td class="mono">${key.redacted}</td><td>${key.scopes.includes('write') ? 'full' : 'read-only'}</td>
+<td class="optional">${date(key.created_at)}</td><td class="optional">${date(key.last_used_at)}</td><td>${date(key.expires_at)}</td>
+<td><span class="status ${state}">${state}</span></td>
+<td>${usageChart(usage, data.days)}</td>
+<td class="actions">${
+          state === 'active'
+            ? html`<form method="post" action="/app/${accountId}/settings/api/keys/${key.id}/roll">${csrfInput(context.csrf)}
+<label class="hint" for="overlap-${key.id}">Old key expires</label>
+<select id="overlap-${key.id}" name="overlap">${Object.entries(OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
+<button class="secondary" type="submit">Roll</button></form>
+<a class="button secondary" href="/app/${accountId}/settings/api/keys/${key.id}/revoke">Revoke…</a>`
+            : ''
+        }</td></tr>`
+      })
+}
+</tbody></table></div>
+
+<h2>Create a key</h2>
+<div class="card"><form method="post" action="/app/${accountId}/settings/api/keys" novalidate>
+${csrfInput(context.csrf)}
+<div class="row">
+<div>${field({ name: 'name', label: 'Name', value: data.values?.name, error: data.error, hint: 'e.g. Production server', required: true })}</div>
+<div><label for="f-scope">Access</label><select id="f-scope" name="scope"><option value="full">Full (read and write)</option><option value="read">Read-only</option></select></div>
+<div><label for="f-expires">Expires</label><select id="f-expires" name="expires">${Object.entries(EXPIRY_CHOICES).map(([value, label]) => html`<option value="${value}">${label}</option>`)}</select></div>
+<div class="shrink"><button type="submit">Create key</button></div>
+</div></form></div>
+
+<h2>Webhooks</h2>
+<p class="hint">Webhook endpoints will be managed here. Meanwhile every change is available from <code>GET /api/v1/events</code>.</p>`,
+  )
+}
+
+export function keyCreatedPage(
+  context: PageContext,
+  data: { accountId: string; key: ApiKey; secret: string; rolledFrom?: ApiKey },
+): Html {
+  return layout(
+    'Your new API key',
+    { ...context, section: 'api' },
+    html`<div class="card">
+<h1>Your new API key: ${data.key.name}</h1>
+${data.rolledFrom ? html`<p>It replaces <span class="mono">${data.rolledFrom.redacted}</span>, which ${data.rolledFrom.expires_at ? html`expires ${date(data.rolledFrom.expires_at)}` : 'has expired'}.</p>` : ''}
+<div class="alert warn" role="alert"><strong>Copy it now: it is shown only this once.</strong> Store it in your secret manager or server environment. Never put it in client-side code (browsers, mobile apps) or commit it to version control. If it leaks, roll it here at once.</div>
+<label for="new-key">API key</label>
+<div class="secret"><input id="new-key" type="text" readonly value="${data.secret}" autocomplete="off" spellcheck="false"><button type="button" data-copy="new-key" hidden>Copy</button></div>
+<p class="hint">Scopes: ${data.key.scopes.join(', ')}. ${data.key.expires_at ? html`Expires ${date(data.key.expires_at)}.` : 'Does not expire.'}</p>
+<p><a class="button" href="/app/${data.accountId}/settings/api">I have stored it: back to API keys</a></p>
+</div>`,
+  )
+}
+
+export function revokeConfirmPage(
+  context: PageContext,
+  data: { accountId: string; key: ApiKey; requests: number },
+): Html {
+  return layout(
+    'Revoke key',
+    { ...context, section: 'api' },
+    html`<div class="card narrow">
+<h1>Revoke “${data.key.name}”?</h1>
+<p>Requests with <span class="mono">${data.key.redacted}</span> will be refused within a second. This cannot be undone.</p>
+<p class="hint">It made ${data.requests} request${data.requests === 1 ? '' : 's'} in the last ${USAGE_DAYS} days${data.key.last_used_at ? html`, last ${date(data.key.last_used_at)}` : ''}.</p>
+<form method="post" action="/app/${data.accountId}/settings/api/keys/${data.key.id}/revoke">${csrfInput(context.csrf)}
+<p><button class="danger" type="submit">Revoke key</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
+</form></div>`,
+  )
+}

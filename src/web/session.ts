@@ -1,0 +1,100 @@
+// Web sessions: a random token in an HttpOnly cookie, its digest in the database. CSRF tokens are
+// derived from the session (or, before sign-in, from a random pre-session cookie) with SECRET.
+import { randomBytes } from 'node:crypto'
+import type {} from '@fastify/cookie'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { hmacSha256, safeEqual, sha256Hex } from '../lib/crypto.js'
+import { findUser, type User } from '../users/users.store.js'
+
+export const SESSION_COOKIE = 'sid'
+/** Before sign-in, forms are protected by a token bound to this random cookie instead. */
+export const PRE_SESSION_COOKIE = 'pre'
+const SESSION_TTL_MS = 14 * 24 * 3600 * 1000
+
+export interface CookieOptions {
+  secure: boolean
+}
+
+export async function createSession(db: Kysely<Database>, userId: string, now: Date): Promise<string> {
+  const token = randomBytes(32).toString('base64url')
+  await db
+    .insertInto('sessions')
+    .values({
+      token_hash: sha256Hex(token),
+      user_id: userId,
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + SESSION_TTL_MS).toISOString(),
+    })
+    .execute()
+  return token
+}
+
+export async function findSessionUser(db: Kysely<Database>, token: string, now: Date): Promise<User | undefined> {
+  const session = await db
+    .selectFrom('sessions')
+    .select(['user_id', 'expires_at'])
+    .where('token_hash', '=', sha256Hex(token))
+    .executeTakeFirst()
+  if (!session || session.expires_at <= now.toISOString()) {
+    return undefined
+  }
+  return findUser(db, session.user_id)
+}
+
+export async function deleteSession(db: Kysely<Database>, token: string): Promise<void> {
+  await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(token)).execute()
+}
+
+export function setSessionCookie(reply: FastifyReply, token: string, options: CookieOptions): void {
+  reply.setCookie(SESSION_COOKIE, token, {
+    path: '/',
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: options.secure,
+    maxAge: SESSION_TTL_MS / 1000,
+  })
+}
+
+export function clearSessionCookie(reply: FastifyReply, options: CookieOptions): void {
+  reply.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax', secure: options.secure })
+}
+
+/**
+ * The CSRF token for this request's forms: bound to the session cookie when signed in, else to a
+ * pre-session cookie (set here when missing), so sign-in and sign-up forms are protected too.
+ */
+export function csrfTokenFor(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  secret: string,
+  options: CookieOptions,
+): string {
+  const session = request.cookies[SESSION_COOKIE]
+  if (session) {
+    return csrfToken(secret, `session:${session}`)
+  }
+  let pre = request.cookies[PRE_SESSION_COOKIE]
+  if (!pre) {
+    pre = randomBytes(16).toString('base64url')
+    reply.setCookie(PRE_SESSION_COOKIE, pre, { path: '/', httpOnly: true, sameSite: 'lax', secure: options.secure })
+    // Visible to the rest of this request, so the token rendered now matches the cookie just set.
+    request.cookies[PRE_SESSION_COOKIE] = pre
+  }
+  return csrfToken(secret, `pre:${pre}`)
+}
+
+/** True when the submitted token matches the one this request's cookies allow. */
+export function isValidCsrf(request: FastifyRequest, secret: string, submitted: unknown): boolean {
+  if (typeof submitted !== 'string' || submitted.length === 0) {
+    return false
+  }
+  const session = request.cookies[SESSION_COOKIE]
+  const pre = request.cookies[PRE_SESSION_COOKIE]
+  const expected = session ? csrfToken(secret, `session:${session}`) : pre ? csrfToken(secret, `pre:${pre}`) : undefined
+  return expected !== undefined && safeEqual(Buffer.from(submitted), Buffer.from(expected))
+}
+
+const csrfToken = (secret: string, binding: string): string =>
+  hmacSha256(secret, `csrf.${binding}`).toString('base64url')
