@@ -342,6 +342,7 @@ const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$n5xj56
 export function formValues<K extends string>(request: FastifyRequest, names: K[]): Record<K, string> {
   const body = (request.body ?? {}) as Record<string, unknown>
   return Object.fromEntries(
-    names.map((name) => [name, typeof body[name] === 'string' ? (body[name] as string).replace(/\u0000/g, '') : '']),
+    // U+0000 cannot be stored (DESIGN §4); a form cannot usefully send it, so it is dropped.
+    names.map((name) => [name, typeof body[name] === 'string' ? (body[name] as string).replaceAll('\u0000', '') : '']),
   ) as Record<K, string>
 }
