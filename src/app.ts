@@ -7,7 +7,7 @@ import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
 import { accountIdOf, requireApiKey } from './http/auth.js'
-import { AppError, installErrorHandlers, sendProblem } from './http/errors.js'
+import { AppError, installErrorHandlers, sendProblem, toAppError } from './http/errors.js'
 import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
 import { validatorCompiler } from './http/validation.js'
@@ -29,6 +29,13 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
     return503OnClosing: true,
+    // Long enough that a long or garbled id reaches the route and gets its 404.
+    routerOptions: { maxParamLength: 500 },
+    // Errors Fastify raises before routing (a badly encoded URL) get the same problem body.
+    frameworkErrors: (error, request, reply) => {
+      reply.header('request-id', request.id)
+      return sendProblem(reply, toAppError(error) ?? new AppError('invalid_request', 'The request could not be read.'))
+    },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
   // First hook of all, so every response (errors from later hooks too) carries the id.

@@ -123,6 +123,16 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
     ['a string as tags', { first_name: 'T', tags: 'vip' }, json, 400, 'invalid_parameter', 'tags'],
     ['a boolean as email', { email: true }, json, 400, 'invalid_parameter', 'email'],
     [
+      'a number too large for a double',
+      '{"first_name":"T","custom_fields":{"x":1e400}}',
+      json,
+      400,
+      'invalid_parameter',
+    ],
+    ['lone surrogates in tags', '{"first_name":"T","tags":["\\ud800","\\udc00"]}', json, 400, 'invalid_parameter'],
+    ['a lone surrogate in an email', '{"email":"\\ud800@example.com"}', json, 400, 'invalid_parameter'],
+    ['a phone extension', { phone: '+1 650 253 0000 ext. 123' }, json, 400, 'invalid_parameter', 'phone'],
+    [
       'a 2 MiB body',
       { first_name: 'T', custom_fields: { note: 'x'.repeat(2 * 1024 * 1024) } },
       json,
@@ -189,6 +199,34 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       expectProblem(await t.inject(acme, { method: 'GET', url }), 400, 'invalid_parameter')
     },
   )
+
+  it.each([
+    ['a leap second', '2016-12-31T23:59:60Z'],
+    ['a leap second with an offset', '2016-12-31T00:59:60%2B01:00'],
+    ['no time zone', '2026-01-01T00:00:00'],
+    ['a date only', '2026-01-01'],
+  ])('updated_after with %s → 400, never 500', async (_name, value) => {
+    const res = await t.inject(acme, { method: 'GET', url: `/api/v1/contacts?updated_after=${value}` })
+    expect(expectProblem(res, 400, 'invalid_parameter').errors[0].field).toBe('updated_after')
+  })
+
+  it('a badly percent-encoded URL is a 400 problem with a Request-Id', async () => {
+    const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts/%E0%A4%A' })
+    const body = expectProblem(res, 400, 'invalid_request')
+    expect(JSON.stringify(body)).not.toContain('FST_')
+  })
+
+  it('a very long or malformed id is a 404 like an unknown one', async () => {
+    for (const id of ['x'.repeat(300), 'con_', '..%2F..%2Fetc']) {
+      expectProblem(await t.inject(acme, { method: 'GET', url: `/api/v1/contacts/${id}` }), 404, 'not_found')
+    }
+  })
+
+  it('DELETE with Content-Type: application/json and no body still deletes (204)', async () => {
+    const victim = await createContact(t, acme, { first_name: 'Delete me' })
+    const res = await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${victim.id}`, headers: json })
+    expect(res.statusCode).toBe(204)
+  })
 
   it('the process keeps serving after all of the above', async () => {
     expect((await t.inject(acme, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)

@@ -38,18 +38,18 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
     if (cached && now - cached.loadedAt < CACHE_TTL_MS) {
       return cached.found
     }
+    // Re-inserted below at the end, so the insertion order stays oldest-loaded first.
+    cache.delete(keyHash)
     const found = await findKeyByHash(db, keyHash, prefix)
     if (found) {
       if (cache.size >= CACHE_MAX_ENTRIES) {
-        // Maps iterate in insertion order: drop the oldest entry.
+        // Maps iterate in insertion order: drop the entry loaded longest ago.
         const oldest = cache.keys().next().value
         if (oldest !== undefined) {
           cache.delete(oldest)
         }
       }
       cache.set(keyHash, { found, loadedAt: now })
-    } else {
-      cache.delete(keyHash)
     }
     return found
   }
@@ -71,6 +71,12 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   }
 
   async function flush(): Promise<void> {
+    const stale = clock.now().getTime() - LAST_USED_RESOLUTION_MS
+    for (const [keyId, at] of lastUsedWritten) {
+      if (at < stale) {
+        lastUsedWritten.delete(keyId)
+      }
+    }
     const uses = [...pendingUses.values()]
     const counts = [...pendingCounts.values()]
     pendingUses = new Map()

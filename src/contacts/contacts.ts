@@ -17,7 +17,8 @@ export function normalizeEmail(raw: string): string | undefined {
 
 export function normalizePhone(raw: string): string | undefined {
   const parsed = parsePhoneNumberFromString(raw.trim())
-  return parsed?.isPossible() ? parsed.number : undefined
+  // E.164 has no extension: refuse one rather than drop it silently.
+  return parsed?.isPossible() && !parsed.ext ? parsed.number : undefined
 }
 
 export const emptyContact = (id: string, now: string): Contact => ({

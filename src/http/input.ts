@@ -16,25 +16,41 @@ export function installInputRules(app: FastifyInstance): void {
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (request, body, done) => {
+    // Clients often send Content-Type: application/json on every request, DELETE included.
+    if (body === '' && request.routeOptions.schema?.body === undefined) {
+      return done(null, undefined)
+    }
     parseJson(request, body as string, (error, value) => {
       if (error) {
         return done(error, undefined)
       }
-      if (containsNul(value)) {
-        return done(new AppError('invalid_parameter', 'Text must not contain the character U+0000.'), undefined)
+      if (hasUnstorableValue(value)) {
+        return done(
+          new AppError('invalid_parameter', 'Text must be valid Unicode without U+0000, and numbers must be finite.'),
+          undefined,
+        )
       }
       done(null, value)
     })
   })
 }
 
-/** Iterative, so a body nested 500,000 levels deep cannot overflow the stack. */
-function containsNul(root: unknown): boolean {
+/**
+ * U+0000, a lone UTF-16 surrogate (which PostgreSQL would store as U+FFFD, so two different
+ * strings would collide), or a number JSON cannot carry back (1e400 parses to Infinity).
+ * Iterative, so a body nested 500,000 levels deep cannot overflow the stack.
+ */
+function hasUnstorableValue(root: unknown): boolean {
+  const bad = (text: string) => text.includes('\u0000') || !text.isWellFormed()
   const stack: unknown[] = [root]
   while (stack.length > 0) {
     const value = stack.pop()
     if (typeof value === 'string') {
-      if (value.includes('\u0000')) {
+      if (bad(value)) {
+        return true
+      }
+    } else if (typeof value === 'number') {
+      if (!Number.isFinite(value)) {
         return true
       }
     } else if (Array.isArray(value)) {
@@ -43,7 +59,7 @@ function containsNul(root: unknown): boolean {
       }
     } else if (typeof value === 'object' && value !== null) {
       for (const [key, inner] of Object.entries(value)) {
-        if (key.includes('\u0000')) {
+        if (bad(key)) {
           return true
         }
         stack.push(inner)

@@ -12,7 +12,5 @@ export const Timestamp = Type.String({
 
 export const PrefixedId = (kind: IdKind) => Type.String({ pattern: idPattern(kind) })
 
-/** Path parameter `{id}`; any string up to 64 characters, so a malformed id is a 404, like an unknown one. */
-export const IdParams = Type.Object({ id: Type.String({ maxLength: 64 }) }, { additionalProperties: false })
-
-export const toTimestamp = (date: Date): string => date.toISOString()
+/** Path parameter `{id}`: any string, so a malformed id is a 404 like an unknown one (nothing to probe). */
+export const IdParams = Type.Object({ id: Type.String() }, { additionalProperties: false })

@@ -1,0 +1,365 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestHarness } from '../../test/harness.js'
+import { shownKey, signUp, webClient } from '../../test/web-client.js'
+import { manualClock } from '../lib/clock.js'
+
+const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
+
+describe.each(testDialects())('web app on %s', (dialect) => {
+  const clock = manualClock(new Date())
+  let t: TestHarness
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect, clock })
+  })
+  afterAll(() => t.close())
+
+  const me = (key: string) =>
+    t.app.inject({ method: 'GET', url: '/api/v1/me', headers: { authorization: `Bearer ${key}` } })
+  const keyCount = async (accountId: string) =>
+    (await t.db.selectFrom('api_keys').select('id').where('account_id', '=', accountId).execute()).length
+
+  async function createKey(
+    client: ReturnType<typeof webClient>,
+    accountId: string,
+    fields: Record<string, string> = {},
+  ) {
+    await client.get(`/app/${accountId}/settings/api`)
+    const res = await client.post(`/app/${accountId}/settings/api/keys`, {
+      name: 'Production',
+      scope: 'full',
+      expires: 'never',
+      ...fields,
+    })
+    expect(res.statusCode, res.body.slice(0, 500)).toBe(201)
+    const key = shownKey(res.body)
+    expect(key).toBeDefined()
+    return { res, key: key as string }
+  }
+
+  describe('sign-up, sign-in, sign-out', () => {
+    it('sign-up creates the account and its owner and signs in with a HttpOnly, SameSite=Lax session', async () => {
+      const client = webClient(t.app)
+      await client.get('/sign-up')
+      const res = await client.post('/sign-up', {
+        email: 'owner@example.com',
+        password: 'correct-horse-battery',
+        account_name: 'Acme',
+      })
+      expect(res.statusCode).toBe(303)
+      expect(res.headers.location).toMatch(/^\/app\/acct_[0-9A-Z]{26}\/settings\/api$/)
+      const sid = res.cookies.find((c) => c.name === 'sid')
+      expect(sid).toMatchObject({ httpOnly: true, sameSite: 'Lax', path: '/' })
+      expect(sid?.secure).toBeFalsy()
+      const page = await client.get(String(res.headers.location))
+      expect(page.statusCode).toBe(200)
+      expect(page.body).toContain('API &amp; Webhooks')
+      const user = await t.db
+        .selectFrom('users')
+        .selectAll()
+        .where('email_lower', '=', 'owner@example.com')
+        .executeTakeFirstOrThrow()
+      expect(user.password_hash).toMatch(/^\$argon2id\$/)
+    })
+
+    it('tells what to fix on a bad sign-up and creates nothing', async () => {
+      const client = webClient(t.app)
+      await client.get('/sign-up')
+      const before = (await t.db.selectFrom('users').select('id').execute()).length
+      const res = await client.post('/sign-up', { email: 'not-an-email', password: 'short', account_name: '' })
+      expect(res.statusCode).toBe(400)
+      expect(res.body).toContain('Enter a valid email address')
+      expect(res.body).toContain('Use at least 10 characters')
+      expect(res.body).toContain('Enter a name of 1 to 256 characters')
+      expect(res.body).toContain('value="not-an-email"')
+      await signUp(t.app, 'taken@example.com')
+      await client.get('/sign-up')
+      const taken = await client.post('/sign-up', {
+        email: 'TAKEN@example.com',
+        password: 'correct-horse-battery',
+        account_name: 'X',
+      })
+      expect(taken.statusCode).toBe(409)
+      expect(taken.body).toContain('Sign in instead')
+      expect((await t.db.selectFrom('users').select('id').execute()).length).toBe(before + 1)
+    })
+
+    it('signs in with a new session id, refuses a wrong password, signs out', async () => {
+      const { accountId } = await signUp(t.app, 'rotate@example.com')
+      const client = webClient(t.app)
+      await client.get('/sign-in')
+      const wrong = await client.post('/sign-in', { email: 'rotate@example.com', password: 'wrong-password!' })
+      expect(wrong.statusCode).toBe(401)
+      expect(wrong.body).toContain('That email and password do not match an account.')
+      client.cookies.set('sid', 'attacker-fixed-session')
+      await client.get('/sign-in')
+      const ok = await client.post('/sign-in', { email: 'rotate@example.com', password: 'correct-horse-battery' })
+      expect(ok.statusCode).toBe(303)
+      expect(client.cookies.get('sid')).not.toBe('attacker-fixed-session')
+      expect((await client.get(`/app/${accountId}/settings/api`)).statusCode).toBe(200)
+      const out = await client.post('/sign-out', {})
+      expect(out.statusCode).toBe(303)
+      expect(client.cookies.has('sid')).toBe(false)
+      expect((await client.get(`/app/${accountId}/settings/api`)).headers.location).toBe('/sign-in')
+    })
+
+    it('throttles sign-in per email after 5 failures: 429 with Retry-After, even for the right password', async () => {
+      await signUp(t.app, 'throttle@example.com')
+      const client = webClient(t.app)
+      await client.get('/sign-in')
+      for (let i = 0; i < 5; i++) {
+        expect(
+          (await client.post('/sign-in', { email: 'throttle@example.com', password: `guess-${i}-xxxx` })).statusCode,
+        ).toBe(401)
+      }
+      const blocked = await client.post('/sign-in', {
+        email: 'throttle@example.com',
+        password: 'correct-horse-battery',
+      })
+      expect(blocked.statusCode).toBe(429)
+      expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(0)
+      expect(blocked.body).toContain('Too many failed attempts')
+      clock.advance(15 * 60 * 1000 + 1)
+      expect(
+        (await client.post('/sign-in', { email: 'throttle@example.com', password: 'correct-horse-battery' }))
+          .statusCode,
+      ).toBe(303)
+    })
+
+    it('signed-out visitors and API keys are sent to sign-in; API keys never open web pages', async () => {
+      const acme = await t.createAccount()
+      const res = await t.app.inject({
+        method: 'GET',
+        url: `/app/${acme.id}/settings/api`,
+        headers: { authorization: `Bearer ${acme.key}` },
+      })
+      expect(res.statusCode).toBe(303)
+      expect(res.headers.location).toBe('/sign-in')
+    })
+
+    it('sends security headers: CSP without unsafe-inline scripts, frame-ancestors none, nosniff', async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/sign-in' })
+      const csp = String(res.headers['content-security-policy'])
+      expect(csp).toContain("script-src 'self'")
+      expect(csp).not.toContain('unsafe-inline')
+      expect(csp).toContain("frame-ancestors 'none'")
+      expect(res.headers['x-content-type-options']).toBe('nosniff')
+      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN')
+    })
+  })
+
+  describe('CSRF', () => {
+    it('a state-changing post without the token, or with another session’s, is 403 and changes nothing', async () => {
+      const { client, accountId } = await signUp(t.app, 'csrf@example.com')
+      const other = await signUp(t.app, 'csrf-other@example.com')
+      await other.client.get(`/app/${other.accountId}/settings/api`)
+      const foreignToken = other.client.csrf()
+      const before = await keyCount(accountId)
+      for (const token of ['', 'forged', foreignToken]) {
+        const res = await t.app.inject({
+          method: 'POST',
+          url: `/app/${accountId}/settings/api/keys`,
+          headers: { cookie: `sid=${client.cookies.get('sid')}`, 'content-type': 'application/x-www-form-urlencoded' },
+          payload: new URLSearchParams({ _csrf: token, name: 'X', scope: 'full', expires: 'never' }).toString(),
+        })
+        expect(res.statusCode).toBe(403)
+        expect(res.body).toContain('Form expired')
+      }
+      expect(await keyCount(accountId)).toBe(before)
+    })
+
+    it('protects sign-in and sign-up forms too', async () => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/sign-up',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        payload: 'email=nocsrf%40example.com&password=correct-horse-battery&account_name=X',
+      })
+      expect(res.statusCode).toBe(403)
+      expect(
+        await t.db.selectFrom('users').select('id').where('email_lower', '=', 'nocsrf@example.com').executeTakeFirst(),
+      ).toBeUndefined()
+    })
+  })
+
+  describe('Settings → API & Webhooks', () => {
+    it('creates a key shown exactly once (no-store) that the API accepts; the page never shows it again', async () => {
+      const { client, accountId } = await signUp(t.app, 'keys@example.com')
+      const { res, key } = await createKey(client, accountId, { name: 'Billing sync' })
+      expect(res.headers['cache-control']).toBe('no-store')
+      expect(res.body).toContain('shown only this once')
+      expect(res.body).toContain('Never put it in client-side code')
+      const check = await me(key)
+      expect(check.statusCode).toBe(200)
+      expect(check.json()).toMatchObject({
+        id: accountId,
+        api_key: { name: 'Billing sync', scopes: ['read', 'write'] },
+      })
+      const page = await client.get(`/app/${accountId}/settings/api`)
+      expect(page.body).not.toMatch(ANY_FULL_KEY)
+      expect(page.body).toContain(`service_live_…${key.slice(-4)}`)
+      expect(page.body).toContain('Billing sync')
+    })
+
+    it('read-only and expiring keys behave as chosen', async () => {
+      const { client, accountId } = await signUp(t.app, 'scopes@example.com')
+      const { key } = await createKey(client, accountId, { scope: 'read', expires: '7d' })
+      expect((await me(key)).json().api_key.scopes).toEqual(['read'])
+      const write = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/contacts',
+        headers: { authorization: `Bearer ${key}` },
+        payload: { email: 'x@example.com' },
+      })
+      expect(write.statusCode).toBe(403)
+      clock.advance(7 * 24 * 3600 * 1000 + 1)
+      expect((await me(key)).statusCode).toBe(401)
+    })
+
+    it('refuses a bad create form with a message and creates nothing', async () => {
+      const { client, accountId } = await signUp(t.app, 'badkey@example.com')
+      await client.get(`/app/${accountId}/settings/api`)
+      const res = await client.post(`/app/${accountId}/settings/api/keys`, {
+        name: '   ',
+        scope: 'full',
+        expires: 'never',
+      })
+      expect(res.statusCode).toBe(400)
+      expect(res.body).toContain('Give the key a name of 1 to 100 characters.')
+      const odd = await client.post(`/app/${accountId}/settings/api/keys`, {
+        name: 'X',
+        scope: 'admin',
+        expires: 'never',
+      })
+      expect(odd.statusCode).toBe(400)
+      expect(await keyCount(accountId)).toBe(0)
+    })
+
+    it('revokes after confirmation: the key gets 401 at once', async () => {
+      const { client, accountId } = await signUp(t.app, 'revoke@example.com')
+      const { key } = await createKey(client, accountId)
+      expect((await me(key)).statusCode).toBe(200) // now cached by the verifier
+      const keyId = (await me(key)).json().api_key.id
+      await t.deps.keyVerifier.flush()
+      const confirm = await client.get(`/app/${accountId}/settings/api/keys/${keyId}/revoke`)
+      expect(confirm.statusCode).toBe(200)
+      expect(confirm.body).toContain('Revoke “Production”?')
+      expect(confirm.body).toContain('It made 2 requests')
+      const res = await client.post(`/app/${accountId}/settings/api/keys/${keyId}/revoke`, {})
+      expect(res.statusCode).toBe(303)
+      expect((await me(key)).statusCode).toBe(401)
+      const page = await client.get(String(res.headers.location))
+      expect(page.body).toContain('The key was revoked.')
+      expect(page.body).toMatch(/<span class="status revoked">revoked<\/span>/)
+    })
+
+    it('rolls with a 1 h overlap: both keys work, the old one stops after the hour; "now" stops it at once', async () => {
+      const { client, accountId } = await signUp(t.app, 'roll@example.com')
+      const { key: oldKey } = await createKey(client, accountId)
+      const oldId = (await me(oldKey)).json().api_key.id
+      await client.get(`/app/${accountId}/settings/api`)
+      const rolled = await client.post(`/app/${accountId}/settings/api/keys/${oldId}/roll`, { overlap: '1h' })
+      expect(rolled.statusCode).toBe(201)
+      const newKey = shownKey(rolled.body) as string
+      expect(newKey).not.toBe(oldKey)
+      expect((await me(oldKey)).statusCode).toBe(200)
+      expect((await me(newKey)).statusCode).toBe(200)
+      expect((await me(oldKey)).json().api_key.expires_at).toBe(
+        new Date(clock.now().getTime() + 3600_000).toISOString(),
+      )
+      clock.advance(3600_000)
+      expect((await me(oldKey)).statusCode).toBe(401)
+      expect((await me(newKey)).statusCode).toBe(200)
+
+      const newId = (await me(newKey)).json().api_key.id
+      await client.get(`/app/${accountId}/settings/api`)
+      const now = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, { overlap: 'now' })
+      expect((await me(newKey)).statusCode).toBe(401)
+      expect((await me(shownKey(now.body) as string)).statusCode).toBe(200)
+    })
+
+    it('shows requests per day for each key over 14 days', async () => {
+      const { client, accountId } = await signUp(t.app, 'usage@example.com')
+      const { key } = await createKey(client, accountId)
+      for (let i = 0; i < 7; i++) {
+        await me(key)
+      }
+      await t.deps.keyVerifier.flush()
+      const page = await client.get(`/app/${accountId}/settings/api`)
+      expect(page.body).toContain('aria-label="7 requests in the last 14 days"')
+      expect(page.body).toContain(`<title>${clock.now().toISOString().slice(0, 10)}: 7</title>`)
+    })
+  })
+
+  describe('accounts and access', () => {
+    it("another person's account, key or page is a 404, and nothing changes", async () => {
+      const alice = await signUp(t.app, 'alice@example.com', 'Alice Co')
+      const bob = await signUp(t.app, 'bob@example.com', 'Bob Co')
+      const { key } = await createKey(alice.client, alice.accountId)
+      const aliceKeyId = (await me(key)).json().api_key.id
+      for (const url of [
+        `/app/${alice.accountId}/settings/api`,
+        `/app/${alice.accountId}/contacts`,
+        `/app/${bob.accountId}/settings/api/keys/${aliceKeyId}/revoke`,
+      ]) {
+        const res = await bob.client.get(url)
+        expect(res.statusCode, url).toBe(404)
+        expect(res.body).not.toContain('Alice Co')
+      }
+      await bob.client.get(`/app/${bob.accountId}/settings/api`)
+      for (const url of [
+        `/app/${alice.accountId}/settings/api/keys/${aliceKeyId}/revoke`,
+        `/app/${bob.accountId}/settings/api/keys/${aliceKeyId}/revoke`,
+        `/app/${bob.accountId}/settings/api/keys/${aliceKeyId}/roll`,
+      ]) {
+        expect((await bob.client.post(url, { overlap: 'now' })).statusCode, url).toBe(404)
+      }
+      expect((await me(key)).statusCode).toBe(200)
+    })
+
+    it('a person can own several accounts, switch between them, and add members', async () => {
+      const owner = await signUp(t.app, 'multi@example.com', 'First <b>Co</b>')
+      await owner.client.get('/app/accounts/new')
+      const created = await owner.client.post('/app/accounts', { name: 'Second Co' })
+      expect(created.statusCode).toBe(303)
+      const secondId = /\/app\/(acct_[0-9A-Z]+)\//.exec(String(created.headers.location))?.[1] as string
+      const page = await owner.client.get(`/app/${secondId}/settings/api`)
+      expect(page.body).toContain('First &lt;b&gt;Co&lt;/b&gt;')
+      expect(page.body).toContain(`href="/app/${owner.accountId}/contacts"`)
+
+      const member = await signUp(t.app, 'member@example.com', 'Member Co')
+      expect((await member.client.get(`/app/${secondId}/settings/api`)).statusCode).toBe(404)
+      await owner.client.get(`/app/${secondId}/settings/members`)
+      const added = await owner.client.post(`/app/${secondId}/settings/members`, { email: 'MEMBER@example.com' })
+      expect(added.statusCode).toBe(303)
+      expect((await member.client.get(`/app/${secondId}/settings/api`)).statusCode).toBe(200)
+      // A member cannot add members.
+      await member.client.get(`/app/${secondId}/settings/members`)
+      expect(
+        (await member.client.post(`/app/${secondId}/settings/members`, { email: 'alice@example.com' })).statusCode,
+      ).toBe(403)
+      const unknown = await owner.client.post(`/app/${secondId}/settings/members`, { email: 'nobody@example.com' })
+      expect(unknown.statusCode).toBe(400)
+      expect(unknown.body).toContain('No one has signed up with this email yet.')
+    })
+  })
+})
+
+describe('web session cookie behind https', () => {
+  it('is Secure when APP_URL is https', async () => {
+    const t = await createTestHarness({ dialect: 'sqlite', env: { APP_URL: 'https://app.example.com' } })
+    try {
+      const client = webClient(t.app)
+      await client.get('/sign-up')
+      const res = await client.post('/sign-up', {
+        email: 'secure@example.com',
+        password: 'correct-horse-battery',
+        account_name: 'S',
+      })
+      expect(res.cookies.find((c) => c.name === 'sid')?.secure).toBe(true)
+      expect(String(res.headers['strict-transport-security'])).toContain('max-age=')
+    } finally {
+      await t.close()
+    }
+  })
+})

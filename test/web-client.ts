@@ -1,0 +1,69 @@
+// A browser-like client over app.inject: keeps cookies, reads the CSRF token from the last page.
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+
+export interface WebClient {
+  cookies: Map<string, string>
+  get(url: string): Promise<LightMyRequestResponse>
+  /** Posts a urlencoded form; `_csrf` is taken from the last page unless given. */
+  post(url: string, fields: Record<string, string>): Promise<LightMyRequestResponse>
+  csrf(): string
+}
+
+export function webClient(app: FastifyInstance): WebClient {
+  const cookies = new Map<string, string>()
+  let lastBody = ''
+  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  const remember = (res: LightMyRequestResponse) => {
+    for (const c of res.cookies) {
+      if (
+        c.value === '' ||
+        (c.maxAge !== undefined && c.maxAge <= 0) ||
+        (c.expires && c.expires.getTime() < Date.now())
+      ) {
+        cookies.delete(c.name)
+      } else {
+        cookies.set(c.name, c.value)
+      }
+    }
+    if (res.headers['content-type']?.toString().startsWith('text/html')) {
+      lastBody = res.body
+    }
+    return res
+  }
+  const client: WebClient = {
+    cookies,
+    async get(url) {
+      return remember(await app.inject({ method: 'GET', url, headers: { cookie: cookieHeader() } }))
+    },
+    async post(url, fields) {
+      const body = new URLSearchParams({ _csrf: client.csrf(), ...fields }).toString()
+      return remember(
+        await app.inject({
+          method: 'POST',
+          url,
+          headers: { cookie: cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+          payload: body,
+        }),
+      )
+    },
+    csrf() {
+      return /name="_csrf" value="([^"]*)"/.exec(lastBody)?.[1] ?? ''
+    },
+  }
+  return client
+}
+
+/** Signs up a new person with their first account; returns the client (signed in) and the account id. */
+export async function signUp(app: FastifyInstance, email: string, accountName = 'Acme') {
+  const client = webClient(app)
+  await client.get('/sign-up')
+  const res = await client.post('/sign-up', { email, password: 'correct-horse-battery', account_name: accountName })
+  if (res.statusCode !== 303) {
+    throw new Error(`sign-up failed: ${res.statusCode} ${res.body.slice(0, 300)}`)
+  }
+  const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(String(res.headers.location))?.[1] ?? ''
+  return { client, accountId }
+}
+
+/** The full key shown on a key-created page. */
+export const shownKey = (body: string): string | undefined => /value="([a-z0-9]+_live_[A-Za-z0-9]{32})"/.exec(body)?.[1]
