@@ -34,6 +34,7 @@ th { font-size:.85rem; color:var(--muted); font-weight:600; }
 .status { font-size:.8rem; padding:.1rem .45rem; border-radius:999px; border:1px solid var(--line); }
 .status.active { color:var(--ok); border-color:#b9e0c6; } .status.revoked,.status.expired { color:var(--danger); border-color:#f5c2bd; }
 code,.mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:.9rem; }
+td.mono { white-space:nowrap; }
 .secret { display:flex; gap:.5rem; } .secret input { font-family:ui-monospace,monospace; }
 .pager { margin-top:1rem; display:flex; gap:.6rem; }
 svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }

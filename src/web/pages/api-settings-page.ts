@@ -37,7 +37,7 @@ function usageChart(usage: number[], days: string[]): Html {
     .join('')
   const total = usage.reduce((a, b) => a + b, 0)
   return raw(
-    `<svg class="usage" width="${usage.length * 8}" height="30" viewBox="0 0 ${usage.length * 8} 30" role="img" aria-label="${total} requests in the last ${usage.length} days">${bars}</svg> <span class="hint">${total}</span>`,
+    `<svg class="usage" width="${usage.length * 8}" height="30" viewBox="0 0 ${usage.length * 8} 30" role="img" aria-label="${total} request${total === 1 ? '' : 's'} in the last ${usage.length} days">${bars}</svg> <span class="hint">${total}</span>`,
   )
 }
 
