@@ -14,6 +14,7 @@ import { validatorCompiler } from './http/validation.js'
 import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactKeys } from './observability/logger.js'
+import { installMetrics } from './observability/metrics.js'
 import { webRoutes } from './web/web.routes.js'
 
 export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
@@ -28,7 +29,8 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
     requestTimeout: 30_000,
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
-    return503OnClosing: true,
+    // While draining, requests already on open connections are still served (not 503'd).
+    return503OnClosing: false,
     // Long enough that a long or garbled id reaches the route and gets its 404.
     routerOptions: { maxParamLength: 500 },
     // Errors Fastify raises before routing (a badly encoded URL) get the same problem body.
@@ -60,11 +62,12 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
     )
   })
 
+  installMetrics(app, deps.metrics)
   await registerOpenApi(app, deps.config)
   await app.register(healthRoutes, { deps })
   await app.register(
     async (api) => {
-      requireApiKey(api, deps.keyVerifier, deps.config.keyPrefix)
+      requireApiKey(api, deps)
       await api.register(accountsRoutes, { deps })
       await api.register(contactsRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })

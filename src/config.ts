@@ -18,7 +18,7 @@ export interface Config {
   readonly keyPrefix: string
   readonly redisUrl: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-  readonly rateLimit: { readonly perSecond: number; readonly burst: number }
+  readonly rateLimit: { readonly perSecond: number; readonly burst: number; readonly authFailuresPerMinute: number }
 }
 
 export class ConfigError extends Error {
@@ -88,6 +88,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const rateLimit = {
     perSecond: integer('RATE_LIMIT_PER_SECOND', 100, 0, 1_000_000),
     burst: integer('RATE_LIMIT_BURST', 200, 0, 1_000_000),
+    authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 0, 1_000_000),
   }
 
   if (problems.length > 0) {

@@ -2,34 +2,110 @@
 import { randomBytes } from 'node:crypto'
 import { readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
-import { createKeyVerifier, type KeyVerifier } from './api-keys/key-verifier.js'
+import { Redis } from 'ioredis'
+import {
+  type KeyRevocations,
+  localRevocations,
+  postgresRevocations,
+  redisRevocations,
+} from './api-keys/key-revocations.js'
+import {
+  CACHE_TTL_PUSHED_MS,
+  CACHE_TTL_UNPUSHED_MS,
+  createKeyVerifier,
+  type KeyVerifier,
+} from './api-keys/key-verifier.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import { type Clock, systemClock } from './lib/clock.js'
+import { createMetrics, type Metrics } from './observability/metrics.js'
+import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
+import { memoryBuckets, redisBuckets } from './rate-limit/token-bucket.js'
 
 export interface Deps {
   readonly config: Config
   readonly database: DatabaseHandle
   readonly clock: Clock
   readonly keyVerifier: KeyVerifier
-  /** Signs cursors: config.secret, or the one kept in the SQLite data dir. */
+  /** Revoke or roll a key: publish here so every instance forgets it at once. */
+  readonly keyRevocations: KeyRevocations
+  readonly rateLimiter: RateLimiter
+  readonly metrics: Metrics
+  readonly redis: Redis | undefined
+  /** Signs cursors and CSRF tokens: config.secret, or the one kept in the SQLite data dir. */
   readonly secret: string
+  /** Connects what must be reachable before serving (Redis, the revocation listener). */
+  start(): Promise<void>
 }
 
 export function createDeps(config: Config, overrides: { database?: DatabaseHandle; clock?: Clock } = {}): Deps {
   const database = overrides.database ?? openDatabase(config.database)
   const clock = overrides.clock ?? systemClock
+  const metrics = createMetrics(database)
+  // Commands fail fast instead of queueing while Redis is away; the callers fail open.
+  const redis = config.redisUrl
+    ? new Redis(config.redisUrl, {
+        lazyConnect: true,
+        enableOfflineQueue: false,
+        maxRetriesPerRequest: 1,
+        commandTimeout: 500,
+      })
+    : undefined
+  redis?.on('error', () => {
+    // Reported where a command fails; ioredis reconnects by itself.
+  })
+
+  let onRevoked: (keyHash: string) => void = () => {}
+  const revoked = (keyHash: string) => onRevoked(keyHash)
+  const keyRevocations = redis
+    ? redisRevocations(redis, revoked)
+    : config.database.kind === 'postgres' && !overrides.database
+      ? postgresRevocations(config.database.url, database.db, revoked)
+      : localRevocations(revoked)
+  const keyVerifier = createKeyVerifier(
+    database.db,
+    clock,
+    config.keyPrefix,
+    keyRevocations.shared ? CACHE_TTL_PUSHED_MS : CACHE_TTL_UNPUSHED_MS,
+  )
+  onRevoked = (keyHash) => keyVerifier.invalidate(keyHash)
+
+  const rateLimiter = createRateLimiter(
+    redis ? redisBuckets(redis) : memoryBuckets(() => clock.now().getTime()),
+    { rate: config.rateLimit.perSecond, burst: config.rateLimit.burst },
+    config.rateLimit.authFailuresPerMinute,
+    () => metrics.rateLimitStoreErrors.inc(),
+    (kind) => metrics.rateLimitRejections.inc({ kind }),
+  )
+
   return {
     config,
     database,
     clock,
-    keyVerifier: createKeyVerifier(database.db, clock, config.keyPrefix),
+    keyVerifier,
+    keyRevocations,
+    rateLimiter,
+    metrics,
+    redis,
     secret: config.secret ?? localSecret(config),
+    async start() {
+      if (redis) {
+        try {
+          await redis.connect()
+          await redis.ping()
+        } catch (error) {
+          throw new Error(`REDIS_URL is set but Redis is unreachable: ${(error as Error).message}`)
+        }
+      }
+      await keyRevocations.start()
+    },
   }
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
   await deps.keyVerifier.close()
+  await deps.keyRevocations.close()
+  deps.redis?.disconnect()
   await deps.database.close()
 }
 

@@ -14,6 +14,7 @@ export interface RunningServer {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const deps = createDeps(config)
+  await deps.start()
   await migrateToLatest(deps.database)
   const app = await buildApp(deps)
   await app.listen({ port: config.port, host: config.host })

@@ -18,7 +18,18 @@ const KEY_ID = /^key_[0-9A-HJKMNP-TV-Z]{26}$/
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const SECRET = /^service_live_[A-Za-z0-9]{32}$/
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
-const MIGRATION = '20261122T000000_init'
+const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web']
+const TABLES = [
+  'accounts',
+  'api_key_usage',
+  'api_keys',
+  'contact_tags',
+  'contacts',
+  'events',
+  'memberships',
+  'sessions',
+  'users',
+]
 const APP_SECRET = 'cli-test-secret-0123456789abcdef0123456789'
 
 interface Run {
@@ -589,31 +600,42 @@ describe('contacts-api migrate', () => {
   it('applies, reports status, rolls back and applies again', async () => {
     const { file, env } = freshDatabase()
 
-    expect(await cliJson(['migrate'], env)).toEqual({ applied: [MIGRATION] })
-    expect(tableNames(file)).toEqual(
-      expect.arrayContaining(['accounts', 'api_keys', 'contact_tags', 'contacts', 'events']),
-    )
+    expect(await cliJson(['migrate'], env)).toEqual({ applied: MIGRATIONS })
+    expect(tableNames(file)).toEqual(expect.arrayContaining(TABLES))
     expect(await cliJson(['migrate', 'up'], env)).toEqual({ applied: [] })
     expect(await cli(['migrate'], env)).toEqual({ code: 0, out: ['Nothing to do.'], err: [] })
 
     const status = await cliJson(['migrate', 'status'], env)
-    expect(status).toEqual({ migrations: [{ name: MIGRATION, executed_at: expect.stringMatching(TIMESTAMP) }] })
-    expect(await cli(['migrate', 'status'], env)).toEqual({ code: 0, out: [`applied  ${MIGRATION}`], err: [] })
+    expect(status).toEqual({
+      migrations: MIGRATIONS.map((name) => ({ name, executed_at: expect.stringMatching(TIMESTAMP) })),
+    })
+    expect(await cli(['migrate', 'status'], env)).toEqual({
+      code: 0,
+      out: [MIGRATIONS.map((m) => `applied  ${m}`).join('\n')],
+      err: [],
+    })
 
-    expect(await cliJson(['migrate', 'down', '--yes'], env)).toEqual({ rolled_back: [MIGRATION] })
+    // Down rolls back one migration at a time, newest first.
+    for (const name of [...MIGRATIONS].reverse()) {
+      expect(await cliJson(['migrate', 'down', '--yes'], env)).toEqual({ rolled_back: [name] })
+    }
     expect(tableNames(file).filter((name) => !name.startsWith('kysely_'))).toEqual([])
-    expect(await cliJson(['migrate', 'status'], env)).toEqual({ migrations: [{ name: MIGRATION, executed_at: null }] })
-    expect(await cli(['migrate', 'status'], env)).toEqual({ code: 0, out: [`pending  ${MIGRATION}`], err: [] })
+    expect(await cliJson(['migrate', 'status'], env)).toEqual({
+      migrations: MIGRATIONS.map((name) => ({ name, executed_at: null })),
+    })
+    expect(await cli(['migrate', 'status'], env)).toEqual({
+      code: 0,
+      out: [MIGRATIONS.map((m) => `pending  ${m}`).join('\n')],
+      err: [],
+    })
     expect(await cliJson(['migrate', 'down', '--yes'], env)).toEqual({ rolled_back: [] })
 
-    expect(await cli(['migrate'], env)).toEqual({ code: 0, out: [`Applied: ${MIGRATION}`], err: [] })
-    expect(tableNames(file).filter((name) => !name.startsWith('kysely_'))).toEqual([
-      'accounts',
-      'api_keys',
-      'contact_tags',
-      'contacts',
-      'events',
-    ])
+    expect(await cli(['migrate'], env)).toEqual({ code: 0, out: [`Applied: ${MIGRATIONS.join(', ')}`], err: [] })
+    expect(
+      tableNames(file)
+        .filter((name) => !name.startsWith('kysely_'))
+        .sort(),
+    ).toEqual(TABLES)
     // The schema works after the round trip.
     const acme = await createAccount(env)
     expect(acme.account.name).toBe('Acme')
@@ -624,7 +646,7 @@ describe('contacts-api migrate', () => {
     const { file, env } = freshDatabase()
     await createAccount(env)
     expect(await cliJson(['migrate', 'status'], env)).toEqual({
-      migrations: [{ name: MIGRATION, executed_at: expect.stringMatching(TIMESTAMP) }],
+      migrations: MIGRATIONS.map((name) => ({ name, executed_at: expect.stringMatching(TIMESTAMP) })),
     })
     expect(countRows(file)).toMatchObject({ accounts: 1, api_keys: 1 })
   })

@@ -44,7 +44,15 @@ export async function createTestHarness(options: {
   clock?: Clock
   env?: Record<string, string>
 }): Promise<TestHarness> {
-  const config = loadConfig({ SECRET: TEST_SECRET, API_URL: 'http://api.test', LOG_LEVEL: 'silent', ...options.env })
+  // Rate limits are off unless a test turns them on: suites send hundreds of requests at once.
+  const config = loadConfig({
+    SECRET: TEST_SECRET,
+    API_URL: 'http://api.test',
+    LOG_LEVEL: 'silent',
+    RATE_LIMIT_PER_SECOND: '0',
+    AUTH_FAILURES_PER_MINUTE: '0',
+    ...options.env,
+  })
   const { database, dispose } = await openTestDatabase(options.dialect)
   await migrateToLatest(database)
   const deps = createDeps(config, { database, ...(options.clock ? { clock: options.clock } : {}) })

@@ -8,11 +8,21 @@ import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../sr
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
 
-const MIGRATIONS = ['20261122T000000_init']
-const TABLES = ['accounts', 'api_keys', 'contact_tags', 'contacts', 'events']
-const TENANT_TABLES = ['api_keys', 'contact_tags', 'contacts', 'events']
+const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web']
+const TABLES = [
+  'accounts',
+  'api_key_usage',
+  'api_keys',
+  'contact_tags',
+  'contacts',
+  'events',
+  'memberships',
+  'sessions',
+  'users',
+]
+const TENANT_TABLES = ['api_key_usage', 'api_keys', 'contact_tags', 'contacts', 'events']
 /** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
-const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key'])
+const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key', 'users_email_key'])
 
 /** A fresh, empty database of the dialect, as the harness opens them; dispose also closes it. */
 async function openFresh(dialect: TestDialect): Promise<{ database: DatabaseHandle; dispose(): Promise<void> }> {
@@ -158,14 +168,17 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
   it('migrate up on a fresh database creates every table', async () => {
     expect(await tablesOf(database)).toEqual([])
     expect(await isMigrated(database)).toBe(false)
-    expect(await migrationStatus(database)).toEqual([{ name: MIGRATIONS[0], executed_at: null }])
+    expect(await migrationStatus(database)).toEqual(MIGRATIONS.map((name) => ({ name, executed_at: null })))
 
     expect(await migrateToLatest(database)).toEqual(MIGRATIONS)
     expect(await tablesOf(database)).toEqual(TABLES)
     expect(await isMigrated(database)).toBe(true)
-    expect(await migrationStatus(database)).toEqual([
-      { name: MIGRATIONS[0], executed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/) },
-    ])
+    expect(await migrationStatus(database)).toEqual(
+      MIGRATIONS.map((name) => ({
+        name,
+        executed_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      })),
+    )
     expect(await migrateToLatest(database)).toEqual([])
   })
 
@@ -177,7 +190,10 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     })
     expect(account.name).toBe('Before')
 
-    expect(await migrateDown(database)).toEqual(MIGRATIONS)
+    // One migration at a time, newest first.
+    for (const name of [...MIGRATIONS].reverse()) {
+      expect(await migrateDown(database)).toEqual([name])
+    }
     expect(await tablesOf(database)).toEqual([])
     expect(await isMigrated(database)).toBe(false)
     expect(await migrateDown(database)).toEqual([])
@@ -238,6 +254,10 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(new Set(sqlite?.columns.map((c) => c.split('.')[0]))).toEqual(new Set(TABLES))
     expect(sqlite?.primaryKeys).toEqual({
       accounts: ['id'],
+      api_key_usage: ['account_id', 'key_id', 'day'],
+      memberships: ['account_id', 'user_id'],
+      sessions: ['token_hash'],
+      users: ['id'],
       api_keys: ['account_id', 'id'],
       contacts: ['account_id', 'id'],
       contact_tags: ['account_id', 'tag', 'contact_id'],
@@ -245,6 +265,10 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     })
     expect(sqlite?.foreignKeys).toEqual({
       accounts: [],
+      api_key_usage: [['account_id', 'key_id']],
+      memberships: [['account_id'], ['user_id']],
+      sessions: [['user_id']],
+      users: [],
       api_keys: [['account_id']],
       contacts: [['account_id']],
       contact_tags: [['account_id', 'contact_id']],
@@ -253,6 +277,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(sqlite?.uniqueIndexes).toEqual({
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },
       contacts_account_email_key: { table: 'contacts', columns: ['account_id', 'email_lower'] },
+      users_email_key: { table: 'users', columns: ['email_lower'] },
     })
   })
 

@@ -5,7 +5,7 @@ import { createTestHarness, type TestHarness } from '../../test/harness.js'
 describe.each(testDialects())('GET /api/v1/me on %s', (dialect) => {
   let t: TestHarness
   beforeAll(async () => {
-    t = await createTestHarness({ dialect })
+    t = await createTestHarness({ dialect, env: { RATE_LIMIT_PER_SECOND: '100', RATE_LIMIT_BURST: '200' } })
   })
   afterAll(() => t.close())
 

@@ -8,10 +8,12 @@ import { hashApiKey } from './api-key.js'
 import { findKeyByHash, type KeyWithAccount, keyState, recordKeysLastUsed, recordKeyUsage } from './api-keys.store.js'
 
 /**
- * 1 s: a key revoked anywhere (the CLI, another instance) is refused everywhere within 1 s
- * (DESIGN §5) without any push channel, at the cost of one indexed lookup per key per second.
+ * How long a verification is trusted. With a push channel that reaches every instance (Redis,
+ * PostgreSQL NOTIFY) revocations arrive at once and the TTL only bounds a lost message: 5 s
+ * (DESIGN §5). Without one (SQLite, where the CLI is another process), 1 s keeps the 1 s promise.
  */
-const CACHE_TTL_MS = 1000
+export const CACHE_TTL_PUSHED_MS = 5000
+export const CACHE_TTL_UNPUSHED_MS = 1000
 const CACHE_MAX_ENTRIES = 10_000
 /** last_used_at is written at most once a minute per key (DESIGN §5). */
 const LAST_USED_RESOLUTION_MS = 60_000
@@ -27,7 +29,7 @@ export interface KeyVerifier {
   close(): Promise<void>
 }
 
-export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: string): KeyVerifier {
+export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: string, cacheTtlMs: number): KeyVerifier {
   const cache = new Map<string, { found: KeyWithAccount; loadedAt: number }>()
   const lastUsedWritten = new Map<string, number>()
   let pendingUses = new Map<string, { accountId: string; keyId: string; at: string }>()
@@ -35,7 +37,7 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
 
   async function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
     const cached = cache.get(keyHash)
-    if (cached && now - cached.loadedAt < CACHE_TTL_MS) {
+    if (cached && now - cached.loadedAt < cacheTtlMs) {
       return cached.found
     }
     // Re-inserted below at the end, so the insertion order stays oldest-loaded first.

@@ -278,7 +278,11 @@ const COMMANDS: Record<string, CommandSpec> = {
         if (!key) {
           throw new UsageError(`no API key ${keyId}`)
         }
-        await revokeApiKey(deps.database.db, key.account_id, key.id, deps.clock.now())
+        const revoked = await revokeApiKey(deps.database.db, key.account_id, key.id, deps.clock.now())
+        if (revoked && deps.keyRevocations.shared) {
+          await deps.start()
+          await deps.keyRevocations.publish(revoked.keyHash)
+        }
         return {
           text: `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`,
           json: { api_key: { ...publicKey(key), status: 'revoked' } },

@@ -13,6 +13,8 @@ export interface DatabaseHandle {
   readonly dialect: Dialect
   /** Cheap round trip for /readyz. */
   ping(): Promise<void>
+  /** PostgreSQL pool state, for metrics. */
+  poolStats?: () => { total: number; idle: number; waiting: number }
   close(): Promise<void>
 }
 
@@ -42,7 +44,10 @@ function openPostgres(url: string): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 })
   // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {})
-  return wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres')
+  return {
+    ...wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres'),
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
+  }
 }
 
 /** Builds the handle around any Kysely instance (tests use it for PGlite). */

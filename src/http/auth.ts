@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { apiKeyPattern, parseAuthorization } from '../api-keys/api-key.js'
 import type { KeyWithAccount } from '../api-keys/api-keys.store.js'
 import type { KeyVerifier } from '../api-keys/key-verifier.js'
+import type { RateLimiter } from '../rate-limit/rate-limit.js'
 import { AppError } from './errors.js'
 
 export type AuthContext = KeyWithAccount
@@ -22,18 +23,35 @@ const READ_METHODS = new Set(['GET', 'HEAD'])
 
 /**
  * Adds the hook to a plugin scope. Every failure (no header, another scheme, malformed,
- * unknown, revoked, expired) gets the same body, so a caller learns nothing about which.
+ * unknown, revoked, expired) gets the same body, so a caller learns nothing about which; an IP
+ * that keeps failing gets 429 instead. An authenticated request spends its account's budget.
  */
-export function requireApiKey(scope: FastifyInstance, verifier: KeyVerifier, keyPrefix: string): void {
-  const pattern = apiKeyPattern(keyPrefix)
-  scope.addHook('onRequest', async (request) => {
+export function requireApiKey(
+  scope: FastifyInstance,
+  deps: { keyVerifier: KeyVerifier; rateLimiter: RateLimiter; config: { keyPrefix: string } },
+): void {
+  const pattern = apiKeyPattern(deps.config.keyPrefix)
+  scope.addHook('onRequest', async (request, reply) => {
     const parsed = parseAuthorization(request.headers.authorization, pattern)
-    const found = parsed.ok ? await verifier.verify(parsed.key) : undefined
+    const found = parsed.ok ? await deps.keyVerifier.verify(parsed.key) : undefined
     if (!found) {
+      const wait = await deps.rateLimiter.failedAuthLimited(request.ip)
+      if (wait > 0) {
+        const retryAfter = String(wait)
+        throw new AppError(
+          'rate_limited',
+          `Too many failed authentications from this address; retry after ${retryAfter} s.`,
+          {
+            headers: { 'retry-after': retryAfter },
+          },
+        )
+      }
       throw new AppError('invalid_api_key', 'Send a valid API key in the header Authorization: Bearer <key>.', {
         headers: { 'www-authenticate': 'Bearer realm="api"' },
       })
     }
+    contexts.set(request, found)
+    await deps.rateLimiter.takeAccount(found.account.id, reply)
     const needed = READ_METHODS.has(request.method) ? 'read' : 'write'
     if (!found.key.scopes.includes(needed)) {
       throw new AppError(
@@ -41,7 +59,6 @@ export function requireApiKey(scope: FastifyInstance, verifier: KeyVerifier, key
         `This API key is read-only; ${request.method} needs a key with write access.`,
       )
     }
-    contexts.set(request, found)
   })
 }
 

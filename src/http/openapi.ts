@@ -31,10 +31,12 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     hideUntagged: false,
     transform: ({ schema, url }) => {
       const isApi = url.startsWith('/api/v1/') && url !== '/api/v1/openapi.json'
-      return {
-        schema: { ...schema, ...(isApi ? { security: [{ apiKey: [] }], tags: ['api'] } : {}) },
-        url,
+      const isOperations = url === '/healthz' || url === '/readyz'
+      if (!isApi && !isOperations) {
+        // The web application's pages are not part of the API.
+        return { schema: { ...schema, hide: true }, url }
       }
+      return { schema: { ...schema, ...(isApi ? { security: [{ apiKey: [] }], tags: ['api'] } : {}) }, url }
     },
   })
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } })

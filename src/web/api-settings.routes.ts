@@ -125,7 +125,7 @@ export async function apiSettingsRoutes(
     const { account } = accountPage(request)
     const { apiKey, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
     await revokeApiKey(db, account.id, apiKey.id, deps.clock.now())
-    deps.keyVerifier.invalidate(keyHash)
+    await deps.keyRevocations.publish(keyHash)
     return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
   })
 
@@ -142,7 +142,7 @@ export async function apiSettingsRoutes(
       await expireApiKeyAt(trx, account.id, old.id, new Date(now.getTime() + duration))
       return issueApiKey(trx, account.id, { name: old.name, scopes: old.scopes, expiresAt: null, now, prefix })
     })
-    deps.keyVerifier.invalidate(keyHash)
+    await deps.keyRevocations.publish(keyHash)
     const rolledFrom = (await findKeyOr404(account.id, old.id)).apiKey
     return render(
       request,

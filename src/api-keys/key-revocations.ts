@@ -1,0 +1,90 @@
+// Telling every instance that a key was revoked or rolled out, so its cached verification is
+// dropped at once: Redis pub/sub when configured, else PostgreSQL LISTEN/NOTIFY, else in-process.
+import type { Redis } from 'ioredis'
+import { type Kysely, sql } from 'kysely'
+import pg from 'pg'
+import type { Database } from '../db/schema.js'
+
+const CHANNEL = 'contacts_api_key_revoked'
+
+export interface KeyRevocations {
+  /** True when other instances hear publish(); the verification cache may then live 5 s, not 1 s. */
+  readonly shared: boolean
+  /** Drops the key from every instance's cache (this one's included). */
+  publish(keyHash: string): Promise<void>
+  /** Connects the listening side (before serving). */
+  start(): Promise<void>
+  close(): Promise<void>
+}
+
+type OnRevoked = (keyHash: string) => void
+
+export function localRevocations(onRevoked: OnRevoked): KeyRevocations {
+  return {
+    shared: false,
+    async publish(keyHash) {
+      onRevoked(keyHash)
+    },
+    async start() {},
+    async close() {},
+  }
+}
+
+export function redisRevocations(redis: Redis, onRevoked: OnRevoked): KeyRevocations {
+  const subscriber = redis.duplicate({ enableOfflineQueue: true })
+  subscriber.on('message', (_channel: string, keyHash: string) => onRevoked(keyHash))
+  subscriber.on('error', () => {
+    // Reconnects by itself; meanwhile the 5 s cache TTL bounds a missed message.
+  })
+  return {
+    shared: true,
+    async publish(keyHash) {
+      onRevoked(keyHash)
+      await redis.publish(CHANNEL, keyHash)
+    },
+    async start() {
+      await subscriber.subscribe(CHANNEL)
+    },
+    async close() {
+      subscriber.disconnect()
+    },
+  }
+}
+
+export function postgresRevocations(url: string, db: Kysely<Database>, onRevoked: OnRevoked): KeyRevocations {
+  let listener: pg.Client | undefined
+  let stopped = false
+
+  async function listen(): Promise<void> {
+    const client = new pg.Client({ connectionString: url })
+    client.on('notification', (message) => {
+      if (message.payload) {
+        onRevoked(message.payload)
+      }
+    })
+    client.on('error', () => {
+      // A lost LISTEN connection is re-opened; the 5 s cache TTL covers the gap.
+      listener = undefined
+      client.end().catch(() => {})
+      if (!stopped) {
+        setTimeout(() => listen().catch(() => {}), 1000).unref()
+      }
+    })
+    await client.connect()
+    await client.query(`listen ${CHANNEL}`)
+    listener = client
+  }
+
+  return {
+    shared: true,
+    async publish(keyHash) {
+      onRevoked(keyHash)
+      await sql`select pg_notify(${CHANNEL}, ${keyHash})`.execute(db)
+    },
+    start: listen,
+    async close() {
+      stopped = true
+      await listener?.end().catch(() => {})
+    },
+  }
+}

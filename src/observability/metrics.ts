@@ -1,0 +1,72 @@
+// Prometheus metrics (prom-client): requests by route and status, latency, the database pool,
+// rate-limit rejections. One registry per app, so several apps in one process never collide.
+import type { FastifyInstance } from 'fastify'
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
+import type { DatabaseHandle } from '../db/database.js'
+
+export interface Metrics {
+  readonly registry: Registry
+  readonly httpRequests: Counter<'method' | 'route' | 'status'>
+  readonly httpDuration: Histogram<'method' | 'route'>
+  readonly rateLimitRejections: Counter<'kind'>
+  readonly rateLimitStoreErrors: Counter
+}
+
+export function createMetrics(database: DatabaseHandle): Metrics {
+  const registry = new Registry()
+  collectDefaultMetrics({ register: registry })
+  const pool = database.poolStats
+  if (pool) {
+    new Gauge({
+      name: 'db_pool_connections',
+      help: 'PostgreSQL pool connections by state',
+      labelNames: ['state'],
+      registers: [registry],
+      collect() {
+        const stats = pool()
+        this.set({ state: 'total' }, stats.total)
+        this.set({ state: 'idle' }, stats.idle)
+        this.set({ state: 'waiting' }, stats.waiting)
+      },
+    })
+  }
+  return {
+    registry,
+    httpRequests: new Counter({
+      name: 'http_requests_total',
+      help: 'HTTP requests by method, route pattern and status',
+      labelNames: ['method', 'route', 'status'],
+      registers: [registry],
+    }),
+    httpDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP request latency by method and route pattern',
+      labelNames: ['method', 'route'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
+      registers: [registry],
+    }),
+    rateLimitRejections: new Counter({
+      name: 'rate_limit_rejections_total',
+      help: 'Requests refused with 429, by limit (account, failed_auth)',
+      labelNames: ['kind'],
+      registers: [registry],
+    }),
+    rateLimitStoreErrors: new Counter({
+      name: 'rate_limit_store_errors_total',
+      help: 'Rate-limit checks skipped because the shared store (Redis) failed (fail open)',
+      registers: [registry],
+    }),
+  }
+}
+
+/** Records every response and serves GET /metrics (route patterns only: no ids, no accounts). */
+export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
+  app.addHook('onResponse', async (request, reply) => {
+    const route = request.routeOptions.url ?? 'unmatched'
+    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) })
+    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
+  })
+  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
+    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
+  )
+}

@@ -1,0 +1,71 @@
+// Rate limits for /api/v1: a token bucket per account (DESIGN §10) with the IETF RateLimit
+// headers, and a stricter bucket per client IP for failed authentications.
+import type { FastifyReply } from 'fastify'
+import { AppError } from '../http/errors.js'
+import type { BucketPolicy, TakeResult, TokenBuckets } from './token-bucket.js'
+
+/** Failed authentications per IP: `perMinute` at once, refilled evenly over the minute. */
+export const failedAuthPolicy = (perMinute: number): BucketPolicy => ({ rate: perMinute / 60, burst: perMinute })
+
+export interface RateLimiter {
+  /** Spends one request of the account's budget; throws rate_limited when it is spent. */
+  takeAccount(accountId: string, reply: FastifyReply): Promise<void>
+  /** Records a failed authentication; seconds to wait when the IP has used up its failures, else 0. */
+  failedAuthLimited(ip: string): Promise<number>
+}
+
+export function createRateLimiter(
+  buckets: TokenBuckets,
+  policy: BucketPolicy,
+  authFailuresPerMinute: number,
+  onError: (error: unknown) => void,
+  onReject: (kind: 'account' | 'failed_auth') => void,
+): RateLimiter {
+  const enabled = policy.rate > 0 && policy.burst > 0
+  // q = the burst, w = seconds to refill it: the draft's quota/window for a token bucket.
+  const policyHeader = `"account";q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / Math.max(policy.rate, 1e-9)))}`
+
+  // Fail open: when the shared store is down the API keeps serving (and the error is logged),
+  // because refusing every request would turn a Redis outage into a full outage.
+  const safeTake = async (key: string, p: BucketPolicy): Promise<TakeResult | undefined> => {
+    try {
+      return await buckets.take(key, p)
+    } catch (error) {
+      onError(error)
+      return undefined
+    }
+  }
+
+  return {
+    async takeAccount(accountId, reply) {
+      if (!enabled) {
+        return
+      }
+      const taken = await safeTake(`acct:${accountId}`, policy)
+      if (!taken) {
+        return
+      }
+      reply.header('ratelimit-policy', policyHeader)
+      reply.header('ratelimit', `"account";r=${taken.remaining};t=${taken.allowed ? taken.reset : taken.retryAfter}`)
+      if (!taken.allowed) {
+        onReject('account')
+        throw new AppError(
+          'rate_limited',
+          `This account is over its rate limit of ${policy.rate} requests per second (burst ${policy.burst}); retry after ${taken.retryAfter} s.`,
+          { headers: { 'retry-after': String(taken.retryAfter) } },
+        )
+      }
+    },
+    async failedAuthLimited(ip) {
+      if (authFailuresPerMinute <= 0) {
+        return 0
+      }
+      const taken = await safeTake(`ip:${ip}`, failedAuthPolicy(authFailuresPerMinute))
+      if (taken && !taken.allowed) {
+        onReject('failed_auth')
+        return taken.retryAfter
+      }
+      return 0
+    },
+  }
+}
