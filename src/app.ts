@@ -7,19 +7,23 @@ import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
 import { accountIdOf, requireApiKey } from './http/auth.js'
-import { AppError, installErrorHandlers, sendProblem, toAppError } from './http/errors.js'
+import { AppError, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
 import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
 import { validatorCompiler } from './http/validation.js'
+import { installIdempotency } from './idempotency/idempotency.js'
 import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactKeys } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { webRoutes } from './web/web.routes.js'
 
-export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): Promise<FastifyInstance> {
+export async function buildApp(
+  deps: Deps,
+  options: { logger?: boolean; logStream?: NodeJS.WritableStream } = {},
+): Promise<FastifyInstance> {
   const app = Fastify({
-    logger: options.logger === false ? false : loggerOptions(deps.config),
+    logger: options.logger === false ? false : loggerOptions(deps.config, options.logStream),
     // One line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newId('request'),
@@ -36,7 +40,13 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
     // Errors Fastify raises before routing (a badly encoded URL) get the same problem body.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id)
-      return sendProblem(reply, toAppError(error) ?? new AppError('invalid_request', 'The request could not be read.'))
+      const problem = toAppError(error) ?? new AppError('invalid_request', 'The request could not be read.')
+      // Hooks do not run on this path: write the request's log line here.
+      request.log.info(
+        { method: request.method, url: redactKeys(request.url), status: statusOf(problem.code) },
+        'request',
+      )
+      return sendProblem(reply, problem)
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
@@ -68,6 +78,7 @@ export async function buildApp(deps: Deps, options: { logger?: boolean } = {}): 
   await app.register(
     async (api) => {
       requireApiKey(api, deps)
+      installIdempotency(api, deps.database.db, deps.clock)
       await api.register(accountsRoutes, { deps })
       await api.register(contactsRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })

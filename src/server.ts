@@ -4,6 +4,7 @@ import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { closeDeps, createDeps } from './deps.js'
+import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
 
 export interface RunningServer {
   app: FastifyInstance
@@ -18,11 +19,20 @@ export async function startServer(config: Config): Promise<RunningServer> {
   await migrateToLatest(deps.database)
   const app = await buildApp(deps)
   await app.listen({ port: config.port, host: config.host })
+  // Expired idempotency keys are purged at start and then hourly.
+  const purge = () =>
+    purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()).catch((error) =>
+      app.log.warn({ err: error }, 'purging idempotency keys failed'),
+    )
+  await purge()
+  const purgeTimer = setInterval(purge, 3600_000)
+  purgeTimer.unref()
   const anyAccount = await deps.database.db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()
 
   let closing: Promise<void> | undefined
   const close = () => {
     // app.close() stops accepting, lets in-flight requests finish, then we close the database.
+    clearInterval(purgeTimer)
     closing ??= app.close().then(() => closeDeps(deps))
     return closing
   }

@@ -3,6 +3,7 @@ import type { AccountsTable } from '../accounts/accounts.table.js'
 import type { ApiKeysTable, ApiKeyUsageTable } from '../api-keys/api-keys.table.js'
 import type { ContactsTable, ContactTagsTable } from '../contacts/contacts.table.js'
 import type { EventsTable } from '../events/events.table.js'
+import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
 import type { MembershipsTable, SessionsTable, UsersTable } from '../users/users.table.js'
 
 export interface Database {
@@ -15,4 +16,5 @@ export interface Database {
   memberships: MembershipsTable
   sessions: SessionsTable
   api_key_usage: ApiKeyUsageTable
+  idempotency_keys: IdempotencyKeysTable
 }

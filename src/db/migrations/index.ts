@@ -1,3 +1,4 @@
 // Every migration, in order. Append new ones at the end; never reorder or edit shipped ones.
 export * as m20261122T000000_init from './20261122T000000-init.js'
 export * as m20261122T050000_web from './20261122T050000-web.js'
+export * as m20261122T051500_idempotency from './20261122T051500-idempotency.js'

@@ -1,0 +1,146 @@
+// Idempotency-Key on POST (DESIGN §10): the first response is kept per account for 24 h and
+// replayed for the same key and body; another body → 422; the same key while the first request
+// is still running → 409. 5xx responses are not kept, so the client's retry runs again.
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Kysely } from 'kysely'
+import { isUniqueViolation } from '../db/dialect.js'
+import type { Database } from '../db/schema.js'
+import { accountIdOf } from '../http/auth.js'
+import { AppError, invalidParameter } from '../http/errors.js'
+import type { Clock } from '../lib/clock.js'
+import { sha256Hex } from '../lib/crypto.js'
+
+const KEEP_MS = 24 * 3600 * 1000
+/** A first request still "in flight" after this long died with its process: the key is free again. */
+const ABANDONED_MS = 60_000
+const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
+
+const owned = new WeakMap<FastifyRequest, { accountId: string; key: string }>()
+
+export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>, clock: Clock): void {
+  scope.addHook('preHandler', async (request, reply) => {
+    const header = request.headers['idempotency-key']
+    if (request.method !== 'POST' || header === undefined) {
+      return
+    }
+    const key = Array.isArray(header) ? '' : header
+    if (!KEY_PATTERN.test(key)) {
+      throw invalidParameter('Idempotency-Key', 'must be 1-255 visible ASCII characters, e.g. a UUID')
+    }
+    const accountId = accountIdOf(request)
+    if (accountId === undefined) {
+      return
+    }
+    const requestHash = sha256Hex(JSON.stringify([request.method, request.url, request.body ?? null]))
+    const now = clock.now()
+
+    for (let attempt = 0; attempt < 3; attempt++) {
+      try {
+        await db
+          .insertInto('idempotency_keys')
+          .values({
+            account_id: accountId,
+            key,
+            request_hash: requestHash,
+            status: null,
+            body: null,
+            location: null,
+            created_at: now.toISOString(),
+            expires_at: new Date(now.getTime() + KEEP_MS).toISOString(),
+          })
+          .execute()
+        owned.set(request, { accountId, key })
+        return
+      } catch (error) {
+        if (!isUniqueViolation(error)) {
+          throw error
+        }
+      }
+      const existing = await db
+        .selectFrom('idempotency_keys')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .where('key', '=', key)
+        .executeTakeFirst()
+      if (!existing) {
+        continue // deleted meanwhile (expired, or its first request failed): try again
+      }
+      const abandoned = existing.status === null && now.getTime() - Date.parse(existing.created_at) > ABANDONED_MS
+      if (existing.expires_at <= now.toISOString() || abandoned) {
+        await deleteKey(db, accountId, key, existing.created_at)
+        continue
+      }
+      if (existing.request_hash !== requestHash) {
+        throw new AppError(
+          'idempotency_key_reused',
+          'This Idempotency-Key was used with a different request; use a new key for a new request.',
+        )
+      }
+      if (existing.status === null) {
+        throw new AppError(
+          'idempotency_key_in_use',
+          'A request with this Idempotency-Key is still being processed; retry shortly.',
+          {
+            headers: { 'retry-after': '1' },
+          },
+        )
+      }
+      reply.header('idempotent-replayed', 'true')
+      if (existing.location) {
+        reply.header('location', existing.location)
+      }
+      const type = existing.status >= 400 ? 'application/problem+json' : 'application/json'
+      return reply
+        .code(existing.status)
+        .type(`${type}; charset=utf-8`)
+        .send(existing.body ?? '')
+    }
+    throw new AppError('idempotency_key_in_use', 'This Idempotency-Key is contended; retry shortly.', {
+      headers: { 'retry-after': '1' },
+    })
+  })
+
+  scope.addHook('onSend', async (request, reply, payload) => {
+    const ownedKey = owned.get(request)
+    if (!ownedKey) {
+      return payload
+    }
+    owned.delete(request)
+    if (reply.statusCode >= 500) {
+      await db
+        .deleteFrom('idempotency_keys')
+        .where('account_id', '=', ownedKey.accountId)
+        .where('key', '=', ownedKey.key)
+        .execute()
+      return payload
+    }
+    const location = reply.getHeader('location')
+    await db
+      .updateTable('idempotency_keys')
+      .set({
+        status: reply.statusCode,
+        body: typeof payload === 'string' ? payload : '',
+        location: typeof location === 'string' ? location : null,
+      })
+      .where('account_id', '=', ownedKey.accountId)
+      .where('key', '=', ownedKey.key)
+      .execute()
+    return payload
+  })
+}
+
+async function deleteKey(db: Kysely<Database>, accountId: string, key: string, createdAt: string): Promise<void> {
+  // Only the row we looked at: a request that took the key over meanwhile keeps it.
+  await db
+    .deleteFrom('idempotency_keys')
+    .where('account_id', '=', accountId)
+    .where('key', '=', key)
+    .where('created_at', '=', createdAt)
+    .execute()
+}
+
+/** Deletes keys past their 24 hours; returns how many. */
+export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, now: Date): Promise<number> {
+  const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now.toISOString()).executeTakeFirst()
+  return Number(result.numDeletedRows)
+}

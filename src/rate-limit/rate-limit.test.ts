@@ -1,0 +1,112 @@
+import { Writable } from 'node:stream'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestHarness } from '../../test/harness.js'
+import { expectProblem } from '../../test/helpers.js'
+import { buildApp } from '../app.js'
+import { manualClock } from '../lib/clock.js'
+
+describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) => {
+  const clock = manualClock(new Date())
+  let t: TestHarness
+  beforeAll(async () => {
+    t = await createTestHarness({
+      dialect,
+      clock,
+      env: { RATE_LIMIT_PER_SECOND: '10', RATE_LIMIT_BURST: '5', AUTH_FAILURES_PER_MINUTE: '3' },
+    })
+  })
+  afterAll(() => t.close())
+
+  it('spends a token bucket per account: burst, then 429 with Retry-After and RateLimit headers, then refills', async () => {
+    const acme = await t.createAccount('Acme')
+    const other = await t.createAccount('Other')
+    const remaining: string[] = []
+    for (let i = 0; i < 5; i++) {
+      const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })
+      expect(res.statusCode).toBe(200)
+      expect(res.headers['ratelimit-policy']).toBe('"account";q=5;w=1')
+      remaining.push(String(res.headers.ratelimit))
+    }
+    expect(remaining).toEqual([4, 3, 2, 1, 0].map((r) => `"account";r=${r};t=${r === 4 ? 1 : 1}`))
+    const limited = await t.inject(acme, { method: 'GET', url: '/api/v1/me' })
+    const body = expectProblem(limited, 429, 'rate_limited')
+    expect(limited.headers['retry-after']).toBe('1')
+    expect(limited.headers.ratelimit).toBe('"account";r=0;t=1')
+    expect(body.detail).toContain('10 requests per second')
+    // Another account has its own budget.
+    expect((await t.inject(other, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)
+    clock.advance(100) // one token back at 10/s
+    expect((await t.inject(acme, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)
+    expectProblem(await t.inject(acme, { method: 'GET', url: '/api/v1/me' }), 429, 'rate_limited')
+    clock.advance(1000)
+  })
+
+  it('limits failed authentications per IP: then 429, while a valid key from the same IP still works', async () => {
+    const acme = await t.createAccount('Valid')
+    const bad = { authorization: `Bearer service_live_${'Z'.repeat(32)}` }
+    const from = (remoteAddress: string) => ({ method: 'GET' as const, url: '/api/v1/me', headers: bad, remoteAddress })
+    for (let i = 0; i < 3; i++) {
+      expectProblem(await t.app.inject(from('198.51.100.7')), 401, 'invalid_api_key')
+    }
+    const limited = await t.app.inject(from('198.51.100.7'))
+    expectProblem(limited, 429, 'rate_limited')
+    expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0)
+    expectProblem(await t.app.inject(from('198.51.100.8')), 401, 'invalid_api_key')
+    const valid = await t.app.inject({
+      method: 'GET',
+      url: '/api/v1/me',
+      headers: { authorization: `Bearer ${acme.key}` },
+      remoteAddress: '198.51.100.7',
+    })
+    expect(valid.statusCode).toBe(200)
+    clock.advance(60_000)
+  })
+
+  it('serves Prometheus metrics by route pattern and status, with rate-limit rejections; no ids or accounts', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/metrics' })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toContain('text/plain')
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/contacts",status="200"\} \d+/)
+    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/me",status="429"\} \d+/)
+    expect(res.body).toMatch(
+      /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/me"\} \d+/,
+    )
+    expect(res.body).toMatch(/rate_limit_rejections_total\{kind="account"\} [1-9]/)
+    expect(res.body).toMatch(/rate_limit_rejections_total\{kind="failed_auth"\} [1-9]/)
+    expect(res.body).not.toMatch(/acct_|con_|key_/)
+  })
+})
+
+describe('logs', () => {
+  it('never contain an API key, the Authorization header, or a session cookie', async () => {
+    const t = await createTestHarness({ dialect: 'sqlite' })
+    let captured = ''
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        captured += chunk
+        done()
+      },
+    })
+    const app = await buildApp({ ...t.deps, config: { ...t.deps.config, logLevel: 'trace' } }, { logStream: stream })
+    try {
+      const acme = await t.createAccount()
+      const headers = { authorization: `Bearer ${acme.key}`, cookie: 'sid=session-secret-value' }
+      await app.inject({ method: 'GET', url: '/api/v1/me', headers })
+      await app.inject({ method: 'POST', url: '/api/v1/contacts', headers, payload: { email: 'log@example.com' } })
+      await app.inject({ method: 'GET', url: `/api/v1/me?api_key=${acme.key}` })
+      await app.inject({ method: 'GET', url: '/api/v1/contacts/%E0%A4%A', headers })
+      await app.inject({ method: 'GET', url: '/sign-in', headers })
+      const lines = captured.trim().split('\n')
+      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(5)
+      expect(captured).not.toContain(acme.key)
+      expect(captured).not.toMatch(/service_live_[A-Za-z0-9]{32}/)
+      expect(captured.toLowerCase()).not.toContain('authorization')
+      expect(captured).not.toContain('session-secret-value')
+      expect(captured).toContain('[REDACTED]')
+    } finally {
+      await app.close()
+      await t.close()
+    }
+  })
+})
