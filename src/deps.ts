@@ -90,11 +90,21 @@ export function createDeps(config: Config, overrides: { database?: DatabaseHandl
     secret: config.secret ?? localSecret(config),
     async start() {
       if (redis) {
+        // ioredis retries the first connection forever: give it 3 s, then say so plainly.
+        redis.connect().catch(() => {})
+        const ready = new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error('no answer within 3 s')), 3000)
+          redis.once('ready', () => {
+            clearTimeout(timer)
+            resolve()
+          })
+        })
         try {
-          await redis.connect()
+          await ready
           await redis.ping()
         } catch (error) {
-          throw new Error(`REDIS_URL is set but Redis is unreachable: ${(error as Error).message}`)
+          redis.disconnect()
+          throw new Error(`REDIS_URL is set but Redis is unreachable (${config.redisUrl}): ${(error as Error).message}`)
         }
       }
       await keyRevocations.start()

@@ -15,8 +15,13 @@ export interface RunningServer {
 
 export async function startServer(config: Config): Promise<RunningServer> {
   const deps = createDeps(config)
-  await deps.start()
-  await migrateToLatest(deps.database)
+  try {
+    await deps.start()
+    await migrateToLatest(deps.database)
+  } catch (error) {
+    await closeDeps(deps).catch(() => {})
+    throw error
+  }
   const app = await buildApp(deps)
   await app.listen({ port: config.port, host: config.host })
   // Expired idempotency keys are purged at start and then hourly.

@@ -18,7 +18,7 @@ const KEY_ID = /^key_[0-9A-HJKMNP-TV-Z]{26}$/
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const SECRET = /^service_live_[A-Za-z0-9]{32}$/
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
-const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web']
+const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web', '20261122T051500_idempotency']
 const TABLES = [
   'accounts',
   'api_key_usage',
@@ -26,6 +26,7 @@ const TABLES = [
   'contact_tags',
   'contacts',
   'events',
+  'idempotency_keys',
   'memberships',
   'sessions',
   'users',

@@ -8,7 +8,7 @@ import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../sr
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
 
-const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web']
+const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web', '20261122T051500_idempotency']
 const TABLES = [
   'accounts',
   'api_key_usage',
@@ -16,11 +16,12 @@ const TABLES = [
   'contact_tags',
   'contacts',
   'events',
+  'idempotency_keys',
   'memberships',
   'sessions',
   'users',
 ]
-const TENANT_TABLES = ['api_key_usage', 'api_keys', 'contact_tags', 'contacts', 'events']
+const TENANT_TABLES = ['api_key_usage', 'api_keys', 'contact_tags', 'contacts', 'events', 'idempotency_keys']
 /** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
 const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key', 'users_email_key'])
 
@@ -255,6 +256,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(sqlite?.primaryKeys).toEqual({
       accounts: ['id'],
       api_key_usage: ['account_id', 'key_id', 'day'],
+      idempotency_keys: ['account_id', 'key'],
       memberships: ['account_id', 'user_id'],
       sessions: ['token_hash'],
       users: ['id'],
@@ -266,6 +268,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(sqlite?.foreignKeys).toEqual({
       accounts: [],
       api_key_usage: [['account_id', 'key_id']],
+      idempotency_keys: [['account_id']],
       memberships: [['account_id'], ['user_id']],
       sessions: [['user_id']],
       users: [],

@@ -7,7 +7,8 @@ export const STRING_MAX = 256
 export const TAGS_MAX = 50
 export const CUSTOM_FIELDS_MAX = 50
 export const CUSTOM_VALUE_MAX = 500
-export const CUSTOM_FIELD_KEY = '^[A-Za-z0-9_]{1,40}$'
+// __proto__ matches the characters but would set the object's prototype instead of a field.
+export const CUSTOM_FIELD_KEY = '^(?!__proto__$)[A-Za-z0-9_]{1,40}$'
 
 const Text = Type.String({ minLength: 1, maxLength: STRING_MAX })
 const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {

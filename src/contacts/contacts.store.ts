@@ -1,10 +1,10 @@
 // Tenant-scoped contact storage. Every function takes the account id; every query filters by it.
 // Each write records its event in the same transaction.
-import { type Kysely, sql, type Transaction } from 'kysely'
+import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { recordEvent } from '../events/events.js'
-import { AppError } from '../http/errors.js'
+import { AppError, invalidParameter } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
 import { newId } from '../lib/ids.js'
 import { applyContactInput, emptyContact, toContactRow } from './contacts.js'
@@ -44,37 +44,128 @@ export interface ListContactsOptions extends ListContactsFilters {
   fetch: number
 }
 
-/** Keyset page by id (creation order): the cost does not grow with depth. */
+/**
+ * Keyset page by id (creation order): the cost does not grow with depth. A list request is the
+ * hottest query of the API, so each combination of filters is built and compiled by Kysely once
+ * per database handle and then run with the request's values (SQLite reuses the prepared
+ * statement too: db/database.ts).
+ */
 export async function listContactRows(db: Db, accountId: string, options: ListContactsOptions): Promise<PageRow[]> {
-  const desc = options.order === 'desc'
-  let query = db.selectFrom('contacts').select(['id', 'body']).where('account_id', '=', accountId)
-  if (options.afterId !== undefined) {
-    query = query.where('id', desc ? '<' : '>', options.afterId)
+  const values: Record<ListSlot, unknown> = {
+    account: accountId,
+    after: options.afterId,
+    email: options.email?.trim().toLowerCase(),
+    tag: options.tag,
+    q: options.q === undefined ? undefined : searchPattern(options.q),
+    updatedAfter: options.updated_after === undefined ? undefined : updatedAfter(options.updated_after),
+    fetch: options.fetch,
   }
-  if (options.email !== undefined) {
-    query = query.where('email_lower', '=', options.email.trim().toLowerCase())
+  const shape: ListShape = {
+    desc: options.order === 'desc',
+    after: options.afterId !== undefined,
+    email: options.email !== undefined,
+    tag: options.tag !== undefined,
+    q: options.q !== undefined,
+    updatedAfter: options.updated_after !== undefined,
   }
-  if (options.tag !== undefined) {
-    const tag = options.tag
-    query = query.where('id', 'in', (sub) =>
-      sub.selectFrom('contact_tags').select('contact_id').where('account_id', '=', accountId).where('tag', '=', tag),
-    )
+  const key = Object.values(shape)
+    .map((on) => (on ? '1' : '0'))
+    .join('')
+  let templates = listTemplates.get(db)
+  if (!templates) {
+    templates = new Map()
+    listTemplates.set(db, templates)
   }
-  if (options.q !== undefined) {
-    const escaped = options.q
-      .toLowerCase()
-      .replace(/\s+/g, ' ')
-      .replace(/[\\%_]/g, (c) => `\\${c}`)
+  let template = templates.get(key)
+  if (!template) {
+    template = compileListTemplate(db, shape)
+    templates.set(key, template)
+  }
+  const parameters = template.slots.map((slot) => values[slot])
+  const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters))
+  return rows
+}
+
+type ListSlot = 'account' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter' | 'fetch'
+type ListShape = Record<'desc' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter', boolean>
+interface ListTemplate {
+  sql: string
+  /** Which value goes in each parameter position. */
+  slots: ListSlot[]
+}
+
+/** Per database handle (the SQL differs by dialect); a transaction, a new object each time, just misses. */
+const listTemplates = new WeakMap<Db, Map<string, ListTemplate>>()
+
+/** `q` as a LIKE pattern: a prefix of any line of `search` (see toContactRow). */
+function searchPattern(q: string): string {
+  const escaped = q
+    .toLowerCase()
+    .replace(/\s+/g, ' ')
+    .replace(/[\\%_]/g, (c) => `\\${c}`)
+  return `%\n${escaped}%`
+}
+
+function updatedAfter(raw: string): string {
+  const after = Date.parse(raw)
+  // The date-time format admits a leap second (…:60), which Date cannot represent.
+  if (Number.isNaN(after)) {
+    throw invalidParameter('updated_after', 'must be an RFC 3339 time, e.g. 2026-11-22T10:00:00Z')
+  }
+  return new Date(after).toISOString()
+}
+
+/**
+ * Builds the query of one filter combination with a marker in place of each value, compiles it,
+ * and records which value each parameter position takes. With a tag, the page is driven by the
+ * tag's index, which lists its contacts in id order, so a page reads 51 index entries however
+ * many contacts carry the tag (an `id in (subquery)` made SQLite collect all of them first).
+ */
+function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
+  const marker = (slot: ListSlot) => `\u0000${slot}`
+  const FETCH_MARKER = -424242
+  const direction = shape.desc ? 'desc' : 'asc'
+  let query = shape.tag
+    ? db
+        .selectFrom('contact_tags')
+        .innerJoin('contacts', (join) =>
+          join
+            .onRef('contacts.account_id', '=', 'contact_tags.account_id')
+            .onRef('contacts.id', '=', 'contact_tags.contact_id'),
+        )
+        .select(['contacts.id', 'contacts.body'])
+        .where('contact_tags.account_id', '=', marker('account'))
+        .where('contact_tags.tag', '=', marker('tag'))
+    : db
+        .selectFrom('contacts')
+        .select(['contacts.id', 'contacts.body'])
+        .where('contacts.account_id', '=', marker('account'))
+  const position = shape.tag ? 'contact_tags.contact_id' : 'contacts.id'
+  if (shape.after) {
+    query = query.where(position, shape.desc ? '<' : '>', marker('after'))
+  }
+  if (shape.email) {
+    query = query.where('contacts.email_lower', '=', marker('email'))
+  }
+  if (shape.q) {
     // Lower-cased on both sides, so SQLite's case-insensitive LIKE and PostgreSQL's agree.
-    query = query.where(sql<boolean>`search like ${`%\n${escaped}%`} escape '\\'`)
+    query = query.where(sql<boolean>`contacts.search like ${marker('q')} escape '\\'`)
   }
-  if (options.updated_after !== undefined) {
-    query = query.where('updated_at', '>', new Date(options.updated_after).toISOString())
+  if (shape.updatedAfter) {
+    query = query.where('contacts.updated_at', '>', marker('updatedAfter'))
   }
-  return query
-    .orderBy('id', desc ? 'desc' : 'asc')
-    .limit(options.fetch)
-    .execute()
+  const compiled = query.orderBy(position, direction).limit(FETCH_MARKER).compile()
+  const slots = compiled.parameters.map((parameter) => {
+    if (parameter === FETCH_MARKER) {
+      return 'fetch'
+    }
+    const slot = typeof parameter === 'string' && parameter.startsWith('\u0000') ? parameter.slice(1) : undefined
+    if (slot === undefined) {
+      throw new Error(`list query: unexpected parameter ${String(parameter)}`)
+    }
+    return slot as ListSlot
+  })
+  return { sql: compiled.sql, slots }
 }
 
 /** Inserts a new contact from an input; 409 contact_exists (with the existing id) on a taken email. */
@@ -85,13 +176,8 @@ export async function createContact(
   now: string,
 ): Promise<StoredContact> {
   const contact = applyContactInput(emptyContact(newId('contact'), now), input, now)
-  const row = toContactRow(accountId, contact)
   try {
-    await db.transaction().execute(async (trx) => {
-      await trx.insertInto('contacts').values(row).execute()
-      await insertTags(trx, accountId, contact.id, contact.tags)
-      await recordEvent(trx, accountId, 'contact.created', contact, now)
-    })
+    return await db.transaction().execute((trx) => insertContact(trx, accountId, contact, now))
   } catch (error) {
     if (isUniqueViolation(error) && contact.email !== null) {
       const existingId = await findContactIdByEmail(db, accountId, contact.email)
@@ -99,7 +185,6 @@ export async function createContact(
     }
     throw error
   }
-  return { contact, body: row.body }
 }
 
 /** Applies a merge-semantics update; undefined when the contact is not in this account. */
@@ -112,27 +197,8 @@ export async function updateContact(
 ): Promise<StoredContact | undefined> {
   try {
     return await db.transaction().execute(async (trx) => {
-      const current = await lockContact(trx, accountId, id)
-      if (!current) {
-        return undefined
-      }
-      const contact = applyContactInput(current.contact, input, now)
-      if (contact === current.contact) {
-        return current
-      }
-      const row = toContactRow(accountId, contact)
-      await trx
-        .updateTable('contacts')
-        .set({ email_lower: row.email_lower, search: row.search, updated_at: row.updated_at, body: row.body })
-        .where('account_id', '=', accountId)
-        .where('id', '=', id)
-        .execute()
-      if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
-        await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
-        await insertTags(trx, accountId, id, contact.tags)
-      }
-      await recordEvent(trx, accountId, 'contact.updated', contact, now)
-      return { contact, body: row.body }
+      const updated = await updateLockedContact(trx, accountId, id, input, now)
+      return updated && { contact: updated.contact, body: updated.body }
     })
   } catch (error) {
     const email = input.email?.trim()
@@ -141,6 +207,61 @@ export async function updateContact(
     }
     throw error
   }
+}
+
+/** The insert of a contact already built, its tags and its event, inside the caller's transaction. */
+async function insertContact(
+  trx: Transaction<Database>,
+  accountId: string,
+  contact: Contact,
+  now: string,
+): Promise<StoredContact> {
+  const row = toContactRow(accountId, contact)
+  await trx.insertInto('contacts').values(row).execute()
+  await insertTags(trx, accountId, contact.id, contact.tags)
+  await recordEvent(trx, accountId, 'contact.created', contact, now)
+  return { contact, body: row.body }
+}
+
+/**
+ * The update inside the caller's transaction: locks the row, merges the input, writes the row,
+ * its tags and its event when something changed. undefined when the contact is not in this account.
+ */
+async function updateLockedContact(
+  trx: Transaction<Database>,
+  accountId: string,
+  id: string,
+  input: ContactInput,
+  now: string,
+  options: { replaceCustomFields?: boolean } = {},
+): Promise<(StoredContact & { changed: boolean }) | undefined> {
+  const current = await lockContact(trx, accountId, id)
+  if (!current) {
+    return undefined
+  }
+  let effective = input
+  if (options.replaceCustomFields && input.custom_fields) {
+    // Replace, not merge: every key the input does not name is deleted (a null value deletes).
+    const removed = Object.keys(current.contact.custom_fields).map((key) => [key, null] as const)
+    effective = { ...input, custom_fields: { ...Object.fromEntries(removed), ...input.custom_fields } }
+  }
+  const contact = applyContactInput(current.contact, effective, now)
+  if (contact === current.contact) {
+    return { ...current, changed: false }
+  }
+  const row = toContactRow(accountId, contact)
+  await trx
+    .updateTable('contacts')
+    .set({ email_lower: row.email_lower, search: row.search, updated_at: row.updated_at, body: row.body })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .execute()
+  if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
+    await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
+    await insertTags(trx, accountId, id, contact.tags)
+  }
+  await recordEvent(trx, accountId, 'contact.updated', contact, now)
+  return { contact, body: row.body, changed: true }
 }
 
 /**
@@ -192,6 +313,100 @@ export async function upsertContact(
   throw new AppError('service_unavailable', 'The contact is being changed by other requests; retry shortly.', {
     headers: { 'retry-after': '1' },
   })
+}
+
+export interface ImportSummary {
+  created: number
+  updated: number
+  /** Rows that matched a contact and changed nothing (no event). */
+  unchanged: number
+}
+
+const IMPORT_LOOKUP_CHUNK = 500
+
+/**
+ * Upserts every row by email in ONE transaction: all rows are applied or none. Each change records
+ * its event in that transaction. With replaceCustomFields, a row's custom_fields object replaces
+ * the stored one instead of merging into it (a file row describes the whole contact). A row that
+ * breaks a contact rule throws invalid_parameter with the extension `row` (0-based index).
+ */
+export async function importContacts(
+  db: Kysely<Database>,
+  accountId: string,
+  rows: Array<ContactInput & { email: string }>,
+  now: string,
+  options: { replaceCustomFields?: boolean } = {},
+): Promise<ImportSummary> {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await db.transaction().execute((trx) => importInTransaction(trx, accountId, rows, now, options))
+    } catch (error) {
+      // A concurrent request took one of the emails between the lookup and the insert: the whole
+      // transaction was rolled back, so run it again and update that contact instead.
+      if (!isUniqueViolation(error)) {
+        throw error
+      }
+      if (attempt >= 2) {
+        throw new AppError('service_unavailable', 'The contacts are being changed by other requests; retry shortly.', {
+          headers: { 'retry-after': '1' },
+        })
+      }
+    }
+  }
+}
+
+async function importInTransaction(
+  trx: Transaction<Database>,
+  accountId: string,
+  rows: Array<ContactInput & { email: string }>,
+  now: string,
+  options: { replaceCustomFields?: boolean },
+): Promise<ImportSummary> {
+  const keyOf = (email: string) => email.trim().toLowerCase()
+  const ids = new Map<string, string>()
+  const emails = [...new Set(rows.map((row) => keyOf(row.email)))]
+  for (let i = 0; i < emails.length; i += IMPORT_LOOKUP_CHUNK) {
+    const found = await trx
+      .selectFrom('contacts')
+      .select(['id', 'email_lower'])
+      .where('account_id', '=', accountId)
+      .where('email_lower', 'in', emails.slice(i, i + IMPORT_LOOKUP_CHUNK))
+      .execute()
+    for (const { id, email_lower } of found) {
+      if (email_lower !== null) {
+        ids.set(email_lower, id)
+      }
+    }
+  }
+  const summary: ImportSummary = { created: 0, updated: 0, unchanged: 0 }
+  for (const [index, input] of rows.entries()) {
+    try {
+      const existingId = ids.get(keyOf(input.email))
+      const updated =
+        existingId === undefined
+          ? undefined
+          : await updateLockedContact(trx, accountId, existingId, input, now, options)
+      if (updated) {
+        summary[updated.changed ? 'updated' : 'unchanged']++
+      } else {
+        const contact = applyContactInput(emptyContact(newId('contact'), now), input, now)
+        await insertContact(trx, accountId, contact, now)
+        if (contact.email !== null) {
+          ids.set(contact.email.toLowerCase(), contact.id)
+        }
+        summary.created++
+      }
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'invalid_parameter') {
+        throw new AppError('invalid_parameter', `row ${index}: ${error.message}`, {
+          ...error.options,
+          extensions: { ...error.options.extensions, row: String(index) },
+        })
+      }
+      throw error
+    }
+  }
+  return summary
 }
 
 export async function deleteContact(

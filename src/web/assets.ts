@@ -15,7 +15,7 @@ h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:2re
 .narrow { max-width:28rem; margin:3rem auto; }
 label { display:block; font-weight:600; margin:.7rem 0 .2rem; }
 .hint { color:var(--muted); font-size:.88rem; font-weight:400; }
-input[type=text],input[type=email],input[type=password],input[type=search],select,textarea { width:100%; padding:.5rem .6rem; border:1px solid #b9c0cc; border-radius:6px; font:inherit; background:#fff; }
+input[type=text],input[type=email],input[type=password],input[type=search],input[type=tel],input[type=url],input[type=number],input[type=file],select,textarea { width:100%; padding:.5rem .6rem; border:1px solid #b9c0cc; border-radius:6px; font:inherit; background:#fff; }
 input:focus,select:focus,button:focus,a:focus { outline:3px solid #9db6f5; outline-offset:1px; }
 button,.button { display:inline-block; padding:.45rem .9rem; border-radius:6px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary,.button.secondary { background:#fff; color:var(--accent); }

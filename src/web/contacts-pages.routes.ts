@@ -1,9 +1,382 @@
 // Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete, CSV).
-import type { FastifyInstance } from 'fastify'
+// Inputs are checked with the API's schemas and rules (contacts.csv.ts) and written with the
+// API's store functions, so the pages and the API cannot disagree.
+import { Type } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
+import { ValueErrorType } from '@sinclair/typebox/errors'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
+import {
+  CSV_COLUMNS,
+  checkContactInput,
+  exportContactsCsv,
+  IMPORT_MAX_BYTES,
+  IMPORT_MAX_ROWS,
+  type ImportError,
+  parseContactsCsv,
+  ruleErrors,
+} from '../contacts/contacts.csv.js'
+import { type Contact, type ContactInput, ListContactsQuery } from '../contacts/contacts.schemas.js'
+import {
+  createContact,
+  deleteContact,
+  findContactBody,
+  type ImportSummary,
+  importContacts,
+  listContactRows,
+  updateContact,
+} from '../contacts/contacts.store.js'
 import type { Deps } from '../deps.js'
-import type { Render } from './web.routes.js'
+import { AppError, type FieldError } from '../http/errors.js'
+import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
+import {
+  badListRequestPage,
+  CONTACT_FORM_FIELDS,
+  type ContactFormErrors,
+  type ContactFormValues,
+  contactFormPage,
+  contactsListPage,
+  deleteContactPage,
+  importPage,
+} from './pages/contacts-pages.js'
+import { isValidCsrf } from './session.js'
+import { accountPage, formValues, type Render } from './web.routes.js'
+
+export const CONTACTS_PAGE_SIZE = 50
+
+const NOTICES: Record<string, string> = {
+  created: 'The contact was created.',
+  updated: 'The contact was saved.',
+  deleted: 'The contact was deleted.',
+}
+
+/** The list's filters, checked with the API's own query schema. */
+const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
+const FILTER_NAMES: Record<string, string> = { q: 'search', tag: 'tag' }
+
+const notFound = () => new AppError('not_found', 'No contact with this id exists in this account.')
+
+/** The form's text as an input: trimmed, '' clears the field (null), tags split on commas. */
+function formInput(values: ContactFormValues): ContactInput {
+  const text = (value: string) => (value.trim() === '' ? null : value.trim())
+  const tags = values.tags
+    .split(',')
+    .map((tag) => tag.trim())
+    .filter((tag) => tag !== '')
+  return {
+    email: text(values.email),
+    first_name: text(values.first_name),
+    last_name: text(values.last_name),
+    phone: text(values.phone),
+    company: text(values.company),
+    job_title: text(values.job_title),
+    tags,
+  }
+}
+
+function formErrors(errors: FieldError[]): ContactFormErrors {
+  const out: ContactFormErrors = {}
+  for (const { field, message } of errors) {
+    const name = (CONTACT_FORM_FIELDS as readonly string[]).includes(field)
+      ? (field as keyof ContactFormErrors)
+      : 'form'
+    out[name] ??= message
+  }
+  return out
+}
+
+function contactFormValues(contact: Contact): ContactFormValues {
+  return {
+    email: contact.email ?? '',
+    first_name: contact.first_name ?? '',
+    last_name: contact.last_name ?? '',
+    phone: contact.phone ?? '',
+    company: contact.company ?? '',
+    job_title: contact.job_title ?? '',
+    tags: contact.tags.join(', '),
+  }
+}
 
 export async function contactsPagesRoutes(
-  _app: FastifyInstance,
-  _options: { deps: Deps; render: Render },
-): Promise<void> {}
+  app: FastifyInstance,
+  { deps, render }: { deps: Deps; render: Render },
+): Promise<void> {
+  const { db } = deps.database
+  const now = () => deps.clock.now().toISOString()
+  const base = (accountId: string) => `/app/${accountId}/contacts`
+
+  async function findContactOr404(accountId: string, request: FastifyRequest): Promise<Contact> {
+    const body = await findContactBody(db, accountId, (request.params as { id: string }).id)
+    if (body === undefined) {
+      throw notFound()
+    }
+    return JSON.parse(body) as Contact
+  }
+
+  app.get('/contacts', async (request, reply) => {
+    const { account } = accountPage(request)
+    const query = request.query as Record<string, unknown>
+    const bad = (message: string) =>
+      render(request, reply, (c) => badListRequestPage(c, { accountId: account.id, message }), 400)
+
+    const filters: { q?: string; tag?: string; after?: string } = {}
+    for (const name of ['q', 'tag', 'after'] as const) {
+      const value = query[name]
+      if (Array.isArray(value)) {
+        return bad(`The link repeats the ${FILTER_NAMES[name] ?? 'page'} parameter: use it once.`)
+      }
+      const text = typeof value === 'string' ? value.trim() : ''
+      if (text !== '') {
+        filters[name] = text
+      }
+    }
+    const invalid = ListFilters.Errors(filters).First()
+    if (invalid) {
+      const name = invalid.path.slice(1)
+      const maxLength = (invalid.schema as { maxLength?: number }).maxLength
+      return bad(
+        name in FILTER_NAMES && invalid.type === ValueErrorType.StringMaxLength
+          ? `The ${FILTER_NAMES[name]} is too long: shorten it to at most ${maxLength} characters.`
+          : 'This page link is not valid. Start again from the first page.',
+      )
+    }
+    const { q, tag, after } = filters
+    // The API's scope for the same query (order defaults to asc), so a cursor means the same in both.
+    const scope: CursorScope = { list: 'contacts', accountId: account.id, filters: { order: 'asc', q, tag } }
+    let afterId: string | undefined
+    try {
+      afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'invalid_cursor') {
+        return bad(
+          'This “Next page” link is not valid for this search: it was changed, or the search changed since. Start again from the first page.',
+        )
+      }
+      throw error
+    }
+    const rows = await listContactRows(db, account.id, {
+      order: 'asc',
+      ...(q === undefined ? {} : { q }),
+      ...(tag === undefined ? {} : { tag }),
+      afterId,
+      fetch: CONTACTS_PAGE_SIZE + 1,
+    })
+    const page = rows.slice(0, CONTACTS_PAGE_SIZE)
+    const link = (cursor?: string) => {
+      const params = new URLSearchParams()
+      if (q !== undefined) {
+        params.set('q', q)
+      }
+      if (tag !== undefined) {
+        params.set('tag', tag)
+      }
+      if (cursor !== undefined) {
+        params.set('after', cursor)
+      }
+      const search = params.toString()
+      return search ? `${base(account.id)}?${search}` : base(account.id)
+    }
+    const last = page[page.length - 1]
+    const notice = NOTICES[typeof query.notice === 'string' ? query.notice : '']
+    return render(request, reply, (c) =>
+      contactsListPage(c, {
+        accountId: account.id,
+        contacts: page.map((row) => JSON.parse(row.body) as Contact),
+        q: q ?? '',
+        tag: tag ?? '',
+        ...(rows.length > CONTACTS_PAGE_SIZE && last
+          ? { nextHref: link(encodeCursor(deps.secret, scope, last.id)) }
+          : {}),
+        ...(after !== undefined ? { firstHref: link() } : {}),
+        ...(notice ? { notice } : {}),
+      }),
+    )
+  })
+
+  app.get('/contacts/new', async (request, reply) => {
+    const { account } = accountPage(request)
+    const values = Object.fromEntries(CONTACT_FORM_FIELDS.map((name) => [name, ''])) as ContactFormValues
+    return render(request, reply, (c) => contactFormPage(c, { accountId: account.id, values }))
+  })
+
+  /** Validates, saves; on a problem re-renders the form with what to fix. */
+  async function saveContact(
+    request: FastifyRequest,
+    reply: Parameters<Render>[1],
+    accountId: string,
+    contact: Contact | undefined,
+    save: (input: ContactInput) => Promise<unknown>,
+  ) {
+    const values = formValues(request, [...CONTACT_FORM_FIELDS])
+    const input = formInput(values)
+    const again = (errors: ContactFormErrors, status: number, existingId?: string) =>
+      render(
+        request,
+        reply,
+        (c) =>
+          contactFormPage(c, {
+            accountId,
+            values,
+            errors,
+            ...(contact ? { contact } : {}),
+            ...(existingId ? { existingId } : {}),
+          }),
+        status,
+      )
+    const errors = checkContactInput(input)
+    if (errors.length > 0) {
+      return again(formErrors(errors), 400)
+    }
+    try {
+      await save(input)
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'contact_exists') {
+        return again(
+          {
+            form: 'Another contact already has this email.',
+            email: 'Use a different email, or edit the contact that has it.',
+          },
+          409,
+          error.options.extensions?.existing_id,
+        )
+      }
+      const described = ruleErrors(error)
+      if (described) {
+        return again(formErrors(described), 400)
+      }
+      throw error
+    }
+    return undefined
+  }
+
+  app.post('/contacts', async (request, reply) => {
+    const { account } = accountPage(request)
+    const failed = await saveContact(request, reply, account.id, undefined, (input) =>
+      createContact(db, account.id, input, now()),
+    )
+    return failed ?? reply.redirect(`${base(account.id)}?notice=created`, 303)
+  })
+
+  app.get('/contacts/export.csv', async (request, reply) => {
+    const { account } = accountPage(request)
+    return reply
+      .type('text/csv; charset=utf-8')
+      .header('content-disposition', 'attachment; filename="contacts.csv"')
+      .header('cache-control', 'no-store')
+      .send(exportContactsCsv(db, account.id))
+  })
+
+  const importView = (accountId: string) => ({
+    accountId,
+    columns: CSV_COLUMNS,
+    maxRows: IMPORT_MAX_ROWS,
+    maxMiB: IMPORT_MAX_BYTES / 1024 / 1024,
+  })
+
+  app.get('/contacts/import', async (request, reply) => {
+    const { account } = accountPage(request)
+    return render(request, reply, (c) => importPage(c, importView(account.id)))
+  })
+
+  app.post('/contacts/import', async (request, reply) => {
+    const { account } = accountPage(request)
+    const view = importView(account.id)
+    const refuse = (status: number, formError: string) =>
+      render(request, reply, (c) => importPage(c, { ...view, formError }), status)
+    const forbidden = () => render(request, reply, (c) => importPage(c, { ...view, formError: FORM_EXPIRED }), 403)
+    // A urlencoded post passed the CSRF check of the preHandler, but carries no file.
+    if (!request.isMultipart()) {
+      return refuse(400, 'Choose a CSV file to import.')
+    }
+    // The token must come before the file, so the file is read only for a genuine form.
+    let csrf: unknown
+    let file: Buffer | undefined
+    let refused = false
+    try {
+      for await (const part of request.parts()) {
+        if (part.type === 'field') {
+          if (part.fieldname === '_csrf' && csrf === undefined) {
+            csrf = part.value
+          }
+        } else if (refused || !isValidCsrf(request, deps.secret, csrf)) {
+          refused = true
+          part.file.resume()
+        } else {
+          const content = await part.toBuffer()
+          if (part.fieldname === 'file' && file === undefined) {
+            file = content
+          }
+        }
+      }
+    } catch (error) {
+      const { statusCode, code } = error as { statusCode?: number; code?: string }
+      if (statusCode === 413) {
+        return refuse(
+          413,
+          code === 'FST_REQ_FILE_TOO_LARGE'
+            ? `The file is larger than ${view.maxMiB} MiB: split it into smaller files and import them one by one.`
+            : 'Send the form with one CSV file only.',
+        )
+      }
+      throw error
+    }
+    if (refused || !isValidCsrf(request, deps.secret, csrf)) {
+      return forbidden()
+    }
+    if (file === undefined || file.length === 0) {
+      return refuse(400, 'Choose a CSV file to import: the file was missing or empty.')
+    }
+
+    const parsed = parseContactsCsv(file)
+    const report = (errors: ImportError[]) => render(request, reply, (c) => importPage(c, { ...view, errors }), 400)
+    if (!parsed.ok) {
+      return report(parsed.errors)
+    }
+    let result: ImportSummary
+    try {
+      result = await importContacts(db, account.id, parsed.rows, now(), { replaceCustomFields: true })
+    } catch (error) {
+      const described = ruleErrors(error)
+      const row = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
+      if (described) {
+        return report(described.map((e) => ({ row: Number.isNaN(row) ? 0 : row + 2, ...e })))
+      }
+      throw error
+    }
+    return render(request, reply, (c) => importPage(c, { ...view, result }))
+  })
+
+  app.get('/contacts/:id', async (request, reply) => {
+    const { account } = accountPage(request)
+    const contact = await findContactOr404(account.id, request)
+    return render(request, reply, (c) =>
+      contactFormPage(c, { accountId: account.id, contact, values: contactFormValues(contact) }),
+    )
+  })
+
+  app.post('/contacts/:id', async (request, reply) => {
+    const { account } = accountPage(request)
+    const contact = await findContactOr404(account.id, request)
+    const failed = await saveContact(request, reply, account.id, contact, async (input) => {
+      if (!(await updateContact(db, account.id, contact.id, input, now()))) {
+        throw notFound()
+      }
+    })
+    return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
+  })
+
+  app.get('/contacts/:id/delete', async (request, reply) => {
+    const { account } = accountPage(request)
+    const contact = await findContactOr404(account.id, request)
+    return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
+  })
+
+  app.post('/contacts/:id/delete', async (request, reply) => {
+    const { account } = accountPage(request)
+    if (!(await deleteContact(db, account.id, (request.params as { id: string }).id, now()))) {
+      throw notFound()
+    }
+    return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
+  })
+}
+
+const FORM_EXPIRED = 'The form expired or did not come from this site. Reload the page and choose the file again.'

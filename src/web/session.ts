@@ -71,16 +71,19 @@ export function csrfTokenFor(
   secret: string,
   options: CookieOptions,
 ): string {
-  const session = request.cookies[SESSION_COOKIE]
+  // Cookies are not parsed when a request failed before the web plugin's hooks ran.
+  const cookies = request.cookies ?? {}
+  const session = cookies[SESSION_COOKIE]
   if (session) {
     return csrfToken(secret, `session:${session}`)
   }
-  let pre = request.cookies[PRE_SESSION_COOKIE]
+  let pre = cookies[PRE_SESSION_COOKIE]
   if (!pre) {
     pre = randomBytes(16).toString('base64url')
     reply.setCookie(PRE_SESSION_COOKIE, pre, { path: '/', httpOnly: true, sameSite: 'lax', secure: options.secure })
     // Visible to the rest of this request, so the token rendered now matches the cookie just set.
-    request.cookies[PRE_SESSION_COOKIE] = pre
+    cookies[PRE_SESSION_COOKIE] = pre
+    request.cookies = cookies
   }
   return csrfToken(secret, `pre:${pre}`)
 }
@@ -90,8 +93,8 @@ export function isValidCsrf(request: FastifyRequest, secret: string, submitted: 
   if (typeof submitted !== 'string' || submitted.length === 0) {
     return false
   }
-  const session = request.cookies[SESSION_COOKIE]
-  const pre = request.cookies[PRE_SESSION_COOKIE]
+  const session = request.cookies?.[SESSION_COOKIE]
+  const pre = request.cookies?.[PRE_SESSION_COOKIE]
   const expected = session ? csrfToken(secret, `session:${session}`) : pre ? csrfToken(secret, `pre:${pre}`) : undefined
   return expected !== undefined && safeEqual(Buffer.from(submitted), Buffer.from(expected))
 }

@@ -137,6 +137,14 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(res.headers.location).toBe('/sign-in')
     })
 
+    it('a bad URL on a web page is a 400 page, not a 500 (cookies are not parsed yet there)', async () => {
+      const { client, accountId } = await signUp(t.app, 'nul@example.com')
+      const res = await client.get(`/app/${accountId}/contacts?q=%00`)
+      expect(res.statusCode).toBe(400)
+      expect(res.headers['content-type']).toContain('text/html')
+      expect(res.body).toContain('U+0000')
+    })
+
     it('sends security headers: CSP without unsafe-inline scripts, frame-ancestors none, nosniff', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/sign-in' })
       const csp = String(res.headers['content-security-policy'])

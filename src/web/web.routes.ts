@@ -10,7 +10,7 @@ import type { Account } from '../accounts/accounts.store.js'
 import { normalizeEmail } from '../contacts/contacts.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
-import { AppError } from '../http/errors.js'
+import { AppError, statusOf, titleOf } from '../http/errors.js'
 import {
   type AccountMembership,
   createAccountForUser,
@@ -152,6 +152,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
         (c) => errorPage(404, 'Not found', 'There is nothing here, or you do not have access to it.', c),
         404,
       )
+    }
+    if (error instanceof AppError && statusOf(error.code) < 500) {
+      const status = statusOf(error.code)
+      return render(request, reply, (c) => errorPage(status, titleOf(error.code), error.message, c), status)
     }
     if ((error as { statusCode?: number }).statusCode === 413) {
       return render(request, reply, (c) => errorPage(413, 'Too large', 'The upload is larger than 5 MiB.', c), 413)

@@ -1,0 +1,673 @@
+import { parse } from 'csv-parse/sync'
+import { stringify } from 'csv-stringify/sync'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
+import { signUp as signUpClient } from '../../test/web-client.js'
+import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv.js'
+import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
+import { createContact, findContactBody } from '../contacts/contacts.store.js'
+
+interface Session {
+  email: string
+  accountId: string
+  cookie: string
+  csrf: string
+}
+
+const unescapeAmp = (href: string) => href.replaceAll('&amp;', '&')
+const rowCount = (body: string) => (body.match(/data-contact-id=/g) ?? []).length
+const nextHref = (body: string) => {
+  const match = /href="([^"]+)" rel="next">Next page</.exec(body)
+  return match?.[1] ? unescapeAmp(match[1]) : undefined
+}
+
+const urlencoded = (fields: Record<string, string>) => ({
+  payload: new URLSearchParams(fields).toString(),
+  headers: { 'content-type': 'application/x-www-form-urlencoded' },
+})
+
+type Part = { name: string; value: string } | { name: string; filename: string; content: string | Buffer }
+
+/** A multipart/form-data body built by hand, as a browser sends it. */
+function multipart(parts: Part[]) {
+  const boundary = '----contactsTestBoundary7MA4YWxkTrZu0gW'
+  const chunks: Buffer[] = []
+  for (const part of parts) {
+    if ('filename' in part) {
+      chunks.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"; filename="${part.filename}"\r\nContent-Type: text/csv\r\n\r\n`,
+        ),
+        Buffer.isBuffer(part.content) ? part.content : Buffer.from(part.content),
+        Buffer.from('\r\n'),
+      )
+    } else {
+      chunks.push(
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"\r\n\r\n${part.value}\r\n`),
+      )
+    }
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`))
+  return {
+    payload: Buffer.concat(chunks),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  }
+}
+
+let users = 0
+
+describe.each(testDialects())('contacts pages on %s', (dialect) => {
+  let t: TestHarness
+  let ada: Session
+  let bob: Session
+
+  const now = () => new Date().toISOString()
+
+  async function signUp(name: string): Promise<Session> {
+    const email = `${name}-${++users}@example.com`
+    const { client, accountId } = await signUpClient(t.app, email, name)
+    const page = await client.get(`/app/${accountId}/contacts`)
+    expect(page.statusCode).toBe(200)
+    return { email, accountId, cookie: client.cookies.get('sid') ?? '', csrf: client.csrf() }
+  }
+
+  const get = (s: Session, path: string) =>
+    t.app.inject({ method: 'GET', url: `/app/${s.accountId}${path}`, cookies: { sid: s.cookie } })
+  const post = (s: Session, path: string, fields: Record<string, string>, csrf: string | null = s.csrf) =>
+    t.app.inject({
+      method: 'POST',
+      url: `/app/${s.accountId}${path}`,
+      cookies: { sid: s.cookie },
+      ...urlencoded(csrf === null ? fields : { _csrf: csrf, ...fields }),
+    })
+  const upload = (s: Session, parts: Part[]) =>
+    t.app.inject({
+      method: 'POST',
+      url: `/app/${s.accountId}/contacts/import`,
+      cookies: { sid: s.cookie },
+      ...multipart(parts),
+    })
+  const importCsv = (s: Session, csv: string | Buffer) =>
+    upload(s, [
+      { name: '_csrf', value: s.csrf },
+      { name: 'file', filename: 'contacts.csv', content: csv },
+    ])
+
+  const seed = (s: Session, input: ContactInput) => createContact(t.db, s.accountId, input, now())
+  const stored = async (s: Session, id: string) => {
+    const body = await findContactBody(t.db, s.accountId, id)
+    return body === undefined ? undefined : (JSON.parse(body) as Contact)
+  }
+  /** Everything an account has stored, to prove a refused request changed nothing. */
+  const snapshot = async (s: Session) => ({
+    contacts: await t.db
+      .selectFrom('contacts')
+      .select(['id', 'body'])
+      .where('account_id', '=', s.accountId)
+      .orderBy('id')
+      .execute(),
+    tags: await t.db
+      .selectFrom('contact_tags')
+      .select(['tag', 'contact_id'])
+      .where('account_id', '=', s.accountId)
+      .orderBy('contact_id')
+      .orderBy('tag')
+      .execute(),
+    events: (await t.db.selectFrom('events').select('id').where('account_id', '=', s.accountId).execute()).length,
+  })
+  const eventTypes = async (s: Session) =>
+    (await t.db.selectFrom('events').select('type').where('account_id', '=', s.accountId).orderBy('id').execute()).map(
+      (e) => e.type,
+    )
+
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect })
+    ada = await signUp('ada')
+    bob = await signUp('bob')
+  })
+  afterAll(() => t.close())
+
+  describe('list, search and paging', () => {
+    let s: Session
+    beforeAll(async () => {
+      s = await signUp('paging')
+      for (let i = 0; i < 60; i++) {
+        await seed(s, {
+          first_name: `Person${String(i).padStart(2, '0')}`,
+          email: `p${i}@example.com`,
+          company: i % 2 === 0 ? 'Even Co' : 'Odd Co',
+          tags: i % 3 === 0 ? ['vip'] : [],
+        })
+      }
+    })
+
+    it('shows 50 contacts with the columns and a Next page link, then the remaining 10', async () => {
+      const first = await get(s, '/contacts')
+      expect(first.statusCode).toBe(200)
+      expect(first.headers['content-type']).toBe('text/html; charset=utf-8')
+      for (const heading of ['Name', 'Email', 'Phone', 'Company', 'Tags', 'Updated']) {
+        expect(first.body).toContain(`>${heading}</th>`)
+      }
+      expect(first.body).toContain('>New contact</a>')
+      expect(first.body).toContain('>Export CSV</a>')
+      expect(first.body).toContain('>Import CSV</a>')
+      expect(first.body).toContain('<label for="f-q">Search</label>')
+      expect(first.body).toContain('<label for="f-tag">Tag</label>')
+      expect(rowCount(first.body)).toBe(50)
+      expect(first.body).toContain('Person00')
+      expect(first.body).not.toContain('Person50')
+      const next = nextHref(first.body)
+      expect(next).toMatch(new RegExp(`^/app/${s.accountId}/contacts\\?after=`))
+
+      const second = await t.app.inject({ method: 'GET', url: next as string, cookies: { sid: s.cookie } })
+      expect(second.statusCode).toBe(200)
+      expect(rowCount(second.body)).toBe(10)
+      expect(second.body).toContain('Person59')
+      expect(second.body).not.toContain('Person49')
+      expect(nextHref(second.body)).toBeUndefined()
+      expect(second.body).toContain('>First page</a>')
+    })
+
+    it('uses the API cursor: a web Next page link continues the same list in the API', async () => {
+      const first = await get(s, '/contacts?q=person')
+      const after = new URL(nextHref(first.body) as string, 'http://x').searchParams.get('after') as string
+      const key = await t.createKey({ id: s.accountId } as TestAccount)
+      const api = await t.app.inject({
+        method: 'GET',
+        url: `/api/v1/contacts?q=person&after=${encodeURIComponent(after)}`,
+        headers: { authorization: `Bearer ${key}` },
+      })
+      expect(api.statusCode, api.body).toBe(200)
+      expect(api.json().contacts.map((c: Contact) => c.first_name)[0]).toBe('Person50')
+    })
+
+    it('searches by prefix and filters by tag, keeping both in the Next page link', async () => {
+      const search = await get(s, '/contacts?q=person0')
+      expect(rowCount(search.body)).toBe(10)
+      expect(search.body).toContain('value="person0"')
+
+      const vip = await get(s, '/contacts?tag=vip')
+      expect(rowCount(vip.body)).toBe(20)
+      expect(vip.body).not.toContain('Person01')
+
+      const both = await get(s, '/contacts?q=even&tag=vip')
+      expect(rowCount(both.body)).toBe(10) // multiples of 6
+
+      const all = await get(s, '/contacts?q=person&tag=')
+      const next = nextHref(all.body) as string
+      expect(next).toContain('q=person')
+      expect(next).not.toContain('tag=')
+      const rest = await t.app.inject({ method: 'GET', url: next, cookies: { sid: s.cookie } })
+      expect(rowCount(rest.body)).toBe(10)
+
+      const none = await get(s, '/contacts?q=nobody')
+      expect(rowCount(none.body)).toBe(0)
+      expect(none.body).toContain('No contacts match')
+    })
+
+    it('answers 400 with a clear message for a bad cursor or filter', async () => {
+      const tampered = await get(s, '/contacts?after=not-a-cursor')
+      expect(tampered.statusCode).toBe(400)
+      expect(tampered.body).toContain('Start again from the first page')
+
+      const first = await get(s, '/contacts?q=person')
+      const after = new URL(nextHref(first.body) as string, 'http://x').searchParams.get('after') as string
+      const otherSearch = await get(s, `/contacts?q=p&after=${encodeURIComponent(after)}`)
+      expect(otherSearch.statusCode).toBe(400)
+      expect(otherSearch.body).toContain('not valid for this search')
+
+      const longTag = await get(s, `/contacts?tag=${'t'.repeat(65)}`)
+      expect(longTag.statusCode).toBe(400)
+      expect(longTag.body).toContain('The tag is too long: shorten it to at most 64 characters.')
+
+      const longQ = await get(s, `/contacts?q=${'q'.repeat(257)}`)
+      expect(longQ.statusCode).toBe(400)
+      expect(longQ.body).toContain('The search is too long: shorten it to at most 256 characters.')
+
+      const twice = await get(s, '/contacts?q=a&q=b')
+      expect(twice.statusCode).toBe(400)
+      expect(twice.body).toContain('use it once')
+    })
+  })
+
+  describe('create', () => {
+    it('shows a labelled form with a CSRF token', async () => {
+      const res = await get(ada, '/contacts/new')
+      expect(res.statusCode).toBe(200)
+      expect(res.body).toContain(`<form method="post" action="/app/${ada.accountId}/contacts"`)
+      expect(res.body).toContain(`name="_csrf" value="${ada.csrf}"`)
+      for (const name of ['email', 'first_name', 'last_name', 'phone', 'company', 'job_title', 'tags']) {
+        expect(res.body).toContain(`<label for="f-${name}">`)
+        expect(res.body).toContain(`id="f-${name}" name="${name}"`)
+      }
+    })
+
+    it('creates a contact and redirects to the list with a notice', async () => {
+      const res = await post(ada, '/contacts', {
+        email: ' grace@example.com ',
+        first_name: 'Grace',
+        last_name: 'Hopper',
+        phone: '+1 202 555 0143',
+        company: '',
+        job_title: 'Rear Admiral',
+        tags: 'navy, cobol, , navy',
+      })
+      expect(res.statusCode, res.body).toBe(303)
+      expect(res.headers.location).toBe(`/app/${ada.accountId}/contacts?notice=created`)
+      const list = await t.app.inject({
+        method: 'GET',
+        url: res.headers.location as string,
+        cookies: { sid: ada.cookie },
+      })
+      expect(list.body).toContain('The contact was created.')
+      expect(list.body).toContain('Grace Hopper')
+      const id = /data-contact-id="([^"]+)"/.exec(list.body)?.[1] as string
+      expect(await stored(ada, id)).toMatchObject({
+        email: 'grace@example.com',
+        first_name: 'Grace',
+        phone: '+12025550143',
+        company: null,
+        job_title: 'Rear Admiral',
+        tags: ['navy', 'cobol'],
+        custom_fields: {},
+      })
+      expect(await eventTypes(ada)).toContain('contact.created')
+    })
+
+    it.each([
+      [
+        'no identifying field',
+        { company: 'Nobody Inc' },
+        'email',
+        'Enter at least one of email, phone, first name or last name.',
+      ],
+      ['an invalid email', { email: 'not-an-email' }, 'email', 'Enter a valid email address, like ada@example.com.'],
+      [
+        'an invalid phone',
+        { first_name: 'X', phone: '12' },
+        'phone',
+        'Enter the number in international format without an extension, like +44 1632 960961.',
+      ],
+      ['a long name', { first_name: 'n'.repeat(257) }, 'first_name', 'Shorten it to at most 256 characters.'],
+      ['a long company', { last_name: 'Y', company: 'c'.repeat(257) }, 'company', 'Shorten it to at most 256'],
+      ['a long tag', { last_name: 'Y', tags: 't'.repeat(65) }, 'tags', 'Shorten each tag to at most 64 characters.'],
+      [
+        'too many tags',
+        { last_name: 'Y', tags: Array.from({ length: 51 }, (_, i) => `t${i}`).join(',') },
+        'tags',
+        'Use at most 50 tags.',
+      ],
+    ])(
+      'refuses %s: 400, the message under the field, the values kept, nothing saved',
+      async (_, fields, name, message) => {
+        const before = await snapshot(ada)
+        const res = await post(ada, '/contacts', fields)
+        expect(res.statusCode).toBe(400)
+        expect(res.body).toContain(`<p class="error" id="f-${name}-error">${message}`)
+        expect(res.body).toContain(`aria-describedby="f-${name}-error"`)
+        expect(res.body).toContain('The contact was not saved.')
+        const [field, value] = Object.entries(fields)[0] as [string, string]
+        expect(res.body).toContain(`name="${field}" type=`)
+        expect(res.body).toContain(`value="${value}"`)
+        expect(await snapshot(ada)).toEqual(before)
+      },
+    )
+
+    it('refuses a duplicate email with 409 and a link to the contact that has it', async () => {
+      const { contact } = await seed(ada, { email: 'dup@example.com' })
+      const before = await snapshot(ada)
+      const res = await post(ada, '/contacts', { email: 'DUP@example.com', first_name: 'Again' })
+      expect(res.statusCode).toBe(409)
+      expect(res.body).toContain('Another contact already has this email.')
+      expect(res.body).toContain(`href="/app/${ada.accountId}/contacts/${contact.id}"`)
+      expect(res.body).toContain('Use a different email, or edit the contact that has it.')
+      expect(await snapshot(ada)).toEqual(before)
+    })
+  })
+
+  describe('edit and delete', () => {
+    it('shows the contact with its custom fields read-only, and saves changes (empty fields cleared)', async () => {
+      const { contact } = await seed(ada, {
+        email: 'edit@example.com',
+        first_name: 'Edith',
+        company: 'Before Ltd',
+        tags: ['a', 'b'],
+        custom_fields: { plan: 'pro', seats: 12 },
+      })
+      const page = await get(ada, `/contacts/${contact.id}`)
+      expect(page.statusCode).toBe(200)
+      expect(page.body).toContain('value="Edith"')
+      expect(page.body).toContain('value="a, b"')
+      expect(page.body).toContain('<td class="mono">plan</td><td class="mono">&quot;pro&quot;</td>')
+      expect(page.body).toContain('<td class="mono">seats</td><td class="mono">12</td>')
+      expect(page.body).not.toContain('name="custom_fields"')
+      expect(page.body).toContain(`href="/app/${ada.accountId}/contacts/${contact.id}/delete"`)
+
+      const res = await post(ada, `/contacts/${contact.id}`, {
+        email: 'edit@example.com',
+        first_name: 'Edith',
+        last_name: 'Clarke',
+        phone: '',
+        company: '',
+        job_title: '',
+        tags: 'b',
+      })
+      expect(res.statusCode, res.body).toBe(303)
+      expect(res.headers.location).toBe(`/app/${ada.accountId}/contacts?notice=updated`)
+      expect(await stored(ada, contact.id)).toMatchObject({
+        first_name: 'Edith',
+        last_name: 'Clarke',
+        company: null,
+        tags: ['b'],
+        custom_fields: { plan: 'pro', seats: 12 },
+      })
+      expect((await eventTypes(ada)).at(-1)).toBe('contact.updated')
+    })
+
+    it('re-renders the edit form with what to fix, and 409 on another contact’s email', async () => {
+      const { contact } = await seed(ada, { email: 'keep@example.com', first_name: 'Keep' })
+      await seed(ada, { email: 'taken@example.com' })
+      const before = await snapshot(ada)
+      const cleared = await post(ada, `/contacts/${contact.id}`, { email: '', first_name: '', company: 'Only Co' })
+      expect(cleared.statusCode).toBe(400)
+      expect(cleared.body).toContain('Enter at least one of email, phone, first name or last name.')
+      expect(cleared.body).toContain('value="Only Co"')
+      const taken = await post(ada, `/contacts/${contact.id}`, { email: 'taken@example.com', first_name: 'Keep' })
+      expect(taken.statusCode).toBe(409)
+      expect(await snapshot(ada)).toEqual(before)
+    })
+
+    it('deletes after a confirmation page', async () => {
+      const { contact } = await seed(ada, { email: 'bye@example.com', first_name: 'Bye' })
+      const confirm = await get(ada, `/contacts/${contact.id}/delete`)
+      expect(confirm.statusCode).toBe(200)
+      expect(confirm.body).toContain('Delete “Bye”?')
+      expect(confirm.body).toContain(
+        `<form method="post" action="/app/${ada.accountId}/contacts/${contact.id}/delete">`,
+      )
+      expect(confirm.body).toContain('>Delete contact</button>')
+      expect(await stored(ada, contact.id)).toBeDefined()
+
+      const res = await post(ada, `/contacts/${contact.id}/delete`, {})
+      expect(res.statusCode).toBe(303)
+      expect(res.headers.location).toBe(`/app/${ada.accountId}/contacts?notice=deleted`)
+      expect(await stored(ada, contact.id)).toBeUndefined()
+      expect((await eventTypes(ada)).at(-1)).toBe('contact.deleted')
+
+      expect((await post(ada, `/contacts/${contact.id}/delete`, {})).statusCode).toBe(404)
+      expect((await get(ada, `/contacts/${contact.id}`)).statusCode).toBe(404)
+    })
+  })
+
+  describe('safety', () => {
+    it('refuses every form post without a valid CSRF token: 403 and nothing changes', async () => {
+      const { contact } = await seed(ada, { email: 'csrf@example.com', first_name: 'Safe' })
+      const before = await snapshot(ada)
+      const attempts = [
+        await post(ada, '/contacts', { first_name: 'Forged' }, null),
+        await post(ada, '/contacts', { first_name: 'Forged' }, 'wrong'),
+        await post(ada, '/contacts', { first_name: 'Forged' }, bob.csrf),
+        await post(ada, `/contacts/${contact.id}`, { first_name: 'Forged' }, null),
+        await post(ada, `/contacts/${contact.id}/delete`, {}, null),
+        await post(ada, '/contacts/import', {}, null),
+      ]
+      for (const res of attempts) {
+        expect(res.statusCode).toBe(403)
+        expect(res.body).toContain('Reload the page and submit the form again.')
+      }
+      expect(await snapshot(ada)).toEqual(before)
+    })
+
+    it('shows another account’s pages and contacts as 404', async () => {
+      const { contact } = await seed(ada, { email: 'private@example.com', first_name: 'Private' })
+      const before = await snapshot(ada)
+      // Bob in Ada's account.
+      for (const path of ['/contacts', `/contacts/${contact.id}`, '/contacts/new', '/contacts/export.csv']) {
+        const res = await t.app.inject({
+          method: 'GET',
+          url: `/app/${ada.accountId}${path}`,
+          cookies: { sid: bob.cookie },
+        })
+        expect(res.statusCode, path).toBe(404)
+        expect(res.body).not.toContain('Private')
+      }
+      // Ada's contact id in Bob's own account.
+      expect((await get(bob, `/contacts/${contact.id}`)).statusCode).toBe(404)
+      expect((await get(bob, `/contacts/${contact.id}/delete`)).statusCode).toBe(404)
+      expect((await post(bob, `/contacts/${contact.id}`, { first_name: 'Stolen' })).statusCode).toBe(404)
+      expect((await post(bob, `/contacts/${contact.id}/delete`, {})).statusCode).toBe(404)
+      expect((await get(bob, '/contacts/con_00000000000000000000000000')).statusCode).toBe(404)
+      expect(await snapshot(ada)).toEqual(before)
+    })
+
+    it('escapes contact text and the search everywhere', async () => {
+      const s = await signUp('xss')
+      const { contact } = await seed(s, {
+        first_name: '<script>alert(1)</script>',
+        company: '"><img src=x onerror=alert(2)>',
+        tags: ['<b>'],
+      })
+      for (const path of ['/contacts', `/contacts/${contact.id}`, `/contacts/${contact.id}/delete`]) {
+        const res = await get(s, path)
+        expect(res.statusCode).toBe(200)
+        expect(res.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;')
+        expect(res.body).not.toContain('<script>alert(1)')
+        expect(res.body).not.toContain('<img src=x')
+        expect(res.body).not.toContain('<b>')
+      }
+      const search = await get(s, `/contacts?q=${encodeURIComponent('"><script>alert(3)</script>')}`)
+      expect(search.body).toContain('value="&quot;&gt;&lt;script&gt;alert(3)&lt;/script&gt;"')
+      expect(search.body).not.toContain('<script>alert(3)')
+      expect(search.headers['content-security-policy']).toContain("script-src 'self'")
+    })
+  })
+
+  describe('CSV export and import', () => {
+    let s: Session
+    beforeAll(async () => {
+      s = await signUp('csv')
+    })
+
+    const exportCsv = async () => {
+      const res = await get(s, '/contacts/export.csv')
+      expect(res.statusCode).toBe(200)
+      return res
+    }
+
+    it('exports every contact with a header, a download name and the formula guard', async () => {
+      await seed(s, {
+        email: 'ada@example.com',
+        first_name: 'Ada',
+        last_name: 'Lovelace',
+        phone: '+44 1632 960961',
+        company: '=HYPERLINK("http://evil.example","click")',
+        job_title: 'Line one\nline two, "quoted"',
+        tags: ['vip', '@home'],
+        custom_fields: { plan: 'pro', seats: 12, beta: true },
+      })
+      await seed(s, { email: 'bob@example.com', first_name: '-1+2', last_name: "'=already" })
+      const res = await exportCsv()
+      expect(res.headers['content-type']).toBe('text/csv; charset=utf-8')
+      expect(res.headers['content-disposition']).toBe('attachment; filename="contacts.csv"')
+      const [header, ...rows] = parse(res.body) as string[][]
+      expect(header).toEqual([...CSV_COLUMNS])
+      expect(rows).toHaveLength(2)
+      const [adaRow, bobRow] = rows.map((row) => Object.fromEntries(CSV_COLUMNS.map((c, i) => [c, row[i]])))
+      expect(adaRow).toMatchObject({
+        email: 'ada@example.com',
+        first_name: 'Ada',
+        phone: "'+441632960961",
+        company: `'=HYPERLINK("http://evil.example","click")`,
+        job_title: 'Line one\nline two, "quoted"',
+        tags: 'vip;@home',
+        custom_fields: '{"plan":"pro","seats":12,"beta":true}',
+      })
+      expect(adaRow?.id).toMatch(/^con_/)
+      expect(adaRow?.created_at).toMatch(/^\d{4}-/)
+      expect(bobRow).toMatchObject({ first_name: "'-1+2", last_name: "''=already" })
+    })
+
+    it('streams the export page by page in creation order', async () => {
+      const res = await exportCsv()
+      let small = ''
+      for await (const chunk of exportContactsCsv(t.db, s.accountId, 1)) {
+        small += chunk
+      }
+      expect(small).toBe(res.body)
+    })
+
+    it('round-trips: export, edit, import updates and creates in one go', async () => {
+      const before = parse((await exportCsv()).body) as string[][]
+      const header = before[0] as string[]
+      const col = (name: string) => header.indexOf(name)
+      const edited = before.map((row) => [...row])
+      const adaRow = edited.find((row) => row[col('email')] === 'ada@example.com') as string[]
+      adaRow[col('first_name')] = 'Augusta Ada'
+      adaRow[col('custom_fields')] = '{"plan":"enterprise"}'
+      adaRow[col('id')] = 'con_ignored'
+      edited.push(['', 'new@example.com', 'New', '', '', '', '', 'fresh;csv', '', '', ''])
+      const eventsBefore = (await snapshot(s)).events
+
+      const res = await importCsv(s, stringify(edited))
+      expect(res.statusCode, res.body).toBe(200)
+      expect(res.body).toContain('Import finished: 1 created, 1 updated, 1 unchanged.')
+
+      const after = parse((await exportCsv()).body) as string[][]
+      expect(after).toHaveLength(4)
+      const key = await t.createKey({ id: s.accountId } as TestAccount)
+      const api = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/contacts',
+        headers: { authorization: `Bearer ${key}` },
+      })
+      const contacts = api.json().contacts as Contact[]
+      expect(contacts.find((c) => c.email === 'ada@example.com')).toMatchObject({
+        first_name: 'Augusta Ada',
+        phone: '+441632960961',
+        company: '=HYPERLINK("http://evil.example","click")',
+        job_title: 'Line one\nline two, "quoted"',
+        tags: ['vip', '@home'],
+        custom_fields: { plan: 'enterprise' },
+      })
+      expect(contacts.find((c) => c.email === 'bob@example.com')).toMatchObject({
+        first_name: '-1+2',
+        last_name: "'=already",
+      })
+      expect(contacts.find((c) => c.email === 'new@example.com')).toMatchObject({
+        first_name: 'New',
+        last_name: null,
+        tags: ['fresh', 'csv'],
+        custom_fields: {},
+      })
+      expect((await snapshot(s)).events).toBe(eventsBefore + 2)
+
+      // Importing the same export again changes nothing.
+      const again = await importCsv(s, stringify(after))
+      expect(again.body).toContain('Import finished: 0 created, 0 updated, 3 unchanged.')
+    })
+
+    it('imports nothing when one row is bad, and reports each problem by row and column', async () => {
+      const before = await snapshot(s)
+      const csv = [
+        'email,first_name,phone,tags',
+        'good@example.com,Good,,',
+        'ada@example.com,Changed,,',
+        'not-an-email,Bad,,',
+        ',No email,,',
+        `long@example.com,${'x'.repeat(300)},,`,
+        'GOOD@example.com,Twice,,',
+        'phone@example.com,Phone,12,',
+      ].join('\n')
+      const res = await importCsv(s, csv)
+      expect(res.statusCode).toBe(400)
+      expect(res.body).toContain('Nothing was imported: 5 problems found.')
+      const rows = [
+        ...res.body.matchAll(/<tr><td>(\w+)<\/td><td class="mono">([\w.]+)<\/td><td>([^<]+)<\/td><\/tr>/g),
+      ].map((m) => [m[1], m[2], m[3]])
+      expect(rows).toContainEqual(['4', 'email', 'Enter a valid email address, like ada@example.com.'])
+      expect(rows).toContainEqual(['5', 'email', 'Enter an email: the import matches contacts by email.'])
+      expect(rows).toContainEqual(['6', 'first_name', 'Shorten it to at most 256 characters.'])
+      expect(rows).toContainEqual(['7', 'email', 'Remove one of the rows with this email: row 2 has it too.'])
+      expect(rows).toContainEqual([
+        '8',
+        'phone',
+        'Enter the number in international format without an extension, like +44 1632 960961.',
+      ])
+      expect(rows).toHaveLength(5)
+      expect(await snapshot(s)).toEqual(before)
+    })
+
+    it('imports nothing from a malformed file, an unknown column or a file without email', async () => {
+      const before = await snapshot(s)
+      const cases: Array<[string | Buffer, string]> = [
+        ['email,first_name\nok@example.com,Fine\n"broken@example.com,Unclosed\n', 'The file is not valid CSV'],
+        ['email,first_name\nok@example.com,Fine,extra\n', 'The file is not valid CSV'],
+        ['email,nickname\nok@example.com,Nick\n', 'Rename or remove this column'],
+        ['first_name\nNoEmail\n', 'Add an email column'],
+        ['email,first_name\n', 'The file has no contacts below its header row.'],
+        [Buffer.from([0x65, 0x6d, 0x61, 0x69, 0x6c, 0x0a, 0xff, 0xfe, 0x0a]), 'The file is not UTF-8 text'],
+        ['email,custom_fields\nok@example.com,{not json}\n', 'Write the custom fields as a JSON object'],
+        ['email,custom_fields\nok@example.com,"{""bad key"":1}"\n', 'Rename the custom field “bad key”'],
+        ['email,custom_fields\nok@example.com,"{""n"":1e400}"\n', 'numbers must be finite'],
+        ['email,custom_fields\nok@example.com,"{""s"":""\\ud800""}"\n', 'unpaired \\u surrogate escape'],
+        ['email,custom_fields\nok@example.com,"{""__proto__"":{""x"":1}}"\n', 'Rename the custom field “__proto__”'],
+        ['email,first_name\nok@example.com,"nul\u0000"\n', 'Remove the NUL character'],
+      ]
+      for (const [csv, message] of cases) {
+        const res = await importCsv(s, csv)
+        expect(res.statusCode, message).toBe(400)
+        expect(res.body).toContain(message)
+      }
+      expect(await snapshot(s)).toEqual(before)
+    })
+
+    it('refuses more than 10,000 rows, a missing file, and a file over 5 MiB', async () => {
+      const before = await snapshot(s)
+      const many = ['email', ...Array.from({ length: 10_001 }, (_, i) => `r${i}@example.com`)].join('\n')
+      const tooMany = await importCsv(s, many)
+      expect(tooMany.statusCode).toBe(400)
+      expect(tooMany.body).toContain('The file has more than 10,000 contacts')
+
+      const noFile = await upload(s, [{ name: '_csrf', value: s.csrf }])
+      expect(noFile.statusCode).toBe(400)
+      expect(noFile.body).toContain('Choose a CSV file to import')
+      const empty = await importCsv(s, '')
+      expect(empty.statusCode).toBe(400)
+
+      const large = await importCsv(s, Buffer.alloc(5 * 1024 * 1024 + 10, 'a'))
+      expect(large.statusCode).toBe(413)
+      expect(large.body).toContain('The file is larger than 5 MiB')
+      expect(await snapshot(s)).toEqual(before)
+    })
+
+    it('refuses an import without the CSRF token before the file: 403 and nothing imported', async () => {
+      const before = await snapshot(s)
+      const csv = 'email,first_name\nforged@example.com,Forged\n'
+      const missing = await upload(s, [{ name: 'file', filename: 'c.csv', content: csv }])
+      const wrong = await upload(s, [
+        { name: '_csrf', value: bob.csrf },
+        { name: 'file', filename: 'c.csv', content: csv },
+      ])
+      const late = await upload(s, [
+        { name: 'file', filename: 'c.csv', content: csv },
+        { name: '_csrf', value: s.csrf },
+      ])
+      for (const res of [missing, wrong, late]) {
+        expect(res.statusCode).toBe(403)
+        expect(res.body).toContain('The form expired')
+      }
+      expect(await snapshot(s)).toEqual(before)
+    })
+
+    it('shows the import form with the token before the file input', async () => {
+      const res = await get(s, '/contacts/import')
+      expect(res.statusCode).toBe(200)
+      expect(res.body).toContain('enctype="multipart/form-data"')
+      expect(res.body).toContain('<label for="f-file">')
+      const token = res.body.indexOf('name="_csrf"', res.body.indexOf('/contacts/import"'))
+      expect(token).toBeGreaterThan(0)
+      expect(token).toBeLessThan(res.body.indexOf('type="file"'))
+    })
+  })
+})

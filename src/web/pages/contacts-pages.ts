@@ -1,0 +1,255 @@
+// Contacts pages: the list with search and paging, the create / edit form, delete confirmation,
+// CSV import (form, error report, result).
+import type { ImportError } from '../../contacts/contacts.csv.js'
+import type { Contact } from '../../contacts/contacts.schemas.js'
+import type { ImportSummary } from '../../contacts/contacts.store.js'
+import { type Html, html } from '../html.js'
+import { csrfInput, field, layout, type PageContext } from './layout.js'
+
+export const CONTACT_FORM_FIELDS = [
+  'email',
+  'first_name',
+  'last_name',
+  'phone',
+  'company',
+  'job_title',
+  'tags',
+] as const
+export type ContactFormField = (typeof CONTACT_FORM_FIELDS)[number]
+export type ContactFormValues = Record<ContactFormField, string>
+export type ContactFormErrors = Partial<Record<ContactFormField | 'form', string>>
+
+const LABELS: Record<ContactFormField, string> = {
+  email: 'Email',
+  first_name: 'First name',
+  last_name: 'Last name',
+  phone: 'Phone',
+  company: 'Company',
+  job_title: 'Job title',
+  tags: 'Tags',
+}
+const HINTS: Partial<Record<ContactFormField, string>> = {
+  phone: 'international format, e.g. +44 1632 960961',
+  tags: 'separated by commas, e.g. vip, newsletter',
+}
+
+/** Up to the page size of errors listed in an import report; the rest are counted. */
+const REPORT_MAX = 200
+
+const contactsUrl = (accountId: string) => `/app/${accountId}/contacts`
+
+export function displayName(contact: Contact): string {
+  const name = [contact.first_name, contact.last_name].filter((part) => part !== null).join(' ')
+  return name || contact.email || contact.phone || 'Unnamed contact'
+}
+
+const when = (iso: string) => html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
+const notice = (text: string | undefined) => (text ? html`<div class="alert ok" role="status">${text}</div>` : '')
+
+export function contactsListPage(
+  context: PageContext,
+  data: {
+    accountId: string
+    contacts: Contact[]
+    q: string
+    tag: string
+    nextHref?: string
+    /** Set when this is not the first page. */
+    firstHref?: string
+    notice?: string
+  },
+): Html {
+  const base = contactsUrl(data.accountId)
+  const filtered = data.q !== '' || data.tag !== ''
+  return layout(
+    'Contacts',
+    { ...context, section: 'contacts' },
+    html`<h1>Contacts</h1>
+${notice(data.notice)}
+<p class="row">
+<span class="shrink"><a class="button" href="${base}/new">New contact</a></span>
+<span class="shrink"><a class="button secondary" href="${base}/export.csv" download>Export CSV</a></span>
+<span class="shrink"><a class="button secondary" href="${base}/import">Import CSV</a></span>
+</p>
+<form class="card" method="get" action="${base}" role="search">
+<div class="row">
+<div><label for="f-q">Search</label><input id="f-q" name="q" type="search" value="${data.q}" placeholder="Start of a name, email or company"></div>
+<div><label for="f-tag">Tag</label><input id="f-tag" name="tag" type="text" value="${data.tag}" placeholder="e.g. vip"></div>
+<div class="shrink"><button type="submit">Search</button>${filtered ? html` <a class="button secondary" href="${base}">Clear</a>` : ''}</div>
+</div>
+</form>
+<div class="table-wrap"><table>
+<thead><tr><th>Name</th><th>Email</th><th class="optional">Phone</th><th class="optional">Company</th><th>Tags</th><th class="optional">Updated</th></tr></thead>
+<tbody>
+${
+  data.contacts.length === 0
+    ? html`<tr><td colspan="6" class="hint">${
+        filtered
+          ? 'No contacts match. Try the start of a name, an email or a company, or clear the search.'
+          : data.firstHref
+            ? 'No more contacts.'
+            : html`No contacts yet. <a href="${base}/new">Create one</a> or <a href="${base}/import">import a CSV file</a>.`
+      }</td></tr>`
+    : data.contacts.map(
+        (contact) => html`<tr data-contact-id="${contact.id}">
+<td><a href="${base}/${contact.id}">${displayName(contact)}</a></td>
+<td>${contact.email ?? ''}</td>
+<td class="optional">${contact.phone ?? ''}</td>
+<td class="optional">${contact.company ?? ''}</td>
+<td>${contact.tags.join(', ')}</td>
+<td class="optional">${when(contact.updated_at)}</td>
+</tr>`,
+      )
+}
+</tbody></table></div>
+<nav class="pager" aria-label="Pages">
+${data.firstHref ? html`<a class="button secondary" href="${data.firstHref}">First page</a>` : ''}
+${data.nextHref ? html`<a class="button secondary" href="${data.nextHref}" rel="next">Next page</a>` : ''}
+</nav>`,
+  )
+}
+
+/** 400: a link whose cursor or filter cannot be used. */
+export function badListRequestPage(context: PageContext, data: { accountId: string; message: string }): Html {
+  return layout(
+    'Cannot show this page',
+    { ...context, section: 'contacts' },
+    html`<div class="card narrow"><h1>Cannot show this page</h1>
+<div class="alert error" role="alert">${data.message}</div>
+<p><a class="button" href="${contactsUrl(data.accountId)}">Back to the first page of contacts</a></p>
+<p class="hint">Error 400</p></div>`,
+  )
+}
+
+export function contactFormPage(
+  context: PageContext,
+  data: {
+    accountId: string
+    /** The contact being edited; absent for a new one. */
+    contact?: Contact
+    values: ContactFormValues
+    errors?: ContactFormErrors
+    /** The contact that already has the submitted email (409). */
+    existingId?: string
+  },
+): Html {
+  const { accountId, contact, values } = data
+  const errors = data.errors ?? {}
+  const base = contactsUrl(accountId)
+  const title = contact ? `Edit ${displayName(contact)}` : 'New contact'
+  const input = (name: ContactFormField, type = 'text', autocomplete?: string) =>
+    field({
+      name,
+      label: LABELS[name],
+      value: values[name],
+      type,
+      ...(errors[name] ? { error: errors[name] } : {}),
+      ...(HINTS[name] ? { hint: HINTS[name] } : {}),
+      ...(autocomplete ? { autocomplete } : {}),
+    })
+  const fieldErrors = CONTACT_FORM_FIELDS.filter((name) => errors[name])
+  return layout(
+    title,
+    { ...context, section: 'contacts' },
+    html`<p><a href="${base}">← Contacts</a></p>
+<h1>${title}</h1>
+${
+  errors.form || fieldErrors.length > 0
+    ? html`<div class="alert error" role="alert">${errors.form ?? 'The contact was not saved. Fix the fields marked below.'}${
+        data.existingId ? html` <a href="${base}/${data.existingId}">Open the contact with this email</a>.` : ''
+      }</div>`
+    : ''
+}
+<div class="card"><form method="post" action="${contact ? `${base}/${contact.id}` : base}" novalidate>
+${csrfInput(context.csrf)}
+<p class="hint">Enter at least an email, a phone, a first name or a last name.${contact ? ' Fields left empty are cleared.' : ''}</p>
+<div class="row"><div>${input('first_name', 'text', 'off')}</div><div>${input('last_name', 'text', 'off')}</div></div>
+<div class="row"><div>${input('email', 'email', 'off')}</div><div>${input('phone', 'text', 'off')}</div></div>
+<div class="row"><div>${input('company', 'text', 'off')}</div><div>${input('job_title', 'text', 'off')}</div></div>
+${input('tags')}
+<p><button type="submit">${contact ? 'Save changes' : 'Create contact'}</button> <a class="button secondary" href="${base}">Cancel</a></p>
+</form></div>
+${contact ? contactDetails(accountId, contact) : ''}`,
+  )
+}
+
+function contactDetails(accountId: string, contact: Contact): Html {
+  const entries = Object.entries(contact.custom_fields)
+  return html`<h2>Custom fields</h2>
+${
+  entries.length === 0
+    ? html`<p class="hint">None. Custom fields are set through the API or a CSV import.</p>`
+    : html`<p class="hint">Read-only here; set them through the API or a CSV import.</p>
+<div class="table-wrap"><table><thead><tr><th>Key</th><th>Value</th></tr></thead><tbody>
+${entries.map(([key, value]) => html`<tr><td class="mono">${key}</td><td class="mono">${JSON.stringify(value)}</td></tr>`)}
+</tbody></table></div>`
+}
+<p class="hint">Id <span class="mono">${contact.id}</span> · created ${when(contact.created_at)} · updated ${when(contact.updated_at)}</p>
+<p><a class="button secondary" href="${contactsUrl(accountId)}/${contact.id}/delete">Delete contact…</a></p>`
+}
+
+export function deleteContactPage(context: PageContext, data: { accountId: string; contact: Contact }): Html {
+  const base = contactsUrl(data.accountId)
+  return layout(
+    'Delete contact',
+    { ...context, section: 'contacts' },
+    html`<div class="card narrow">
+<h1>Delete “${displayName(data.contact)}”?</h1>
+<p>The contact${data.contact.email ? html` <strong>${data.contact.email}</strong>` : ''} and its tags and custom fields will be deleted. This cannot be undone.</p>
+<form method="post" action="${base}/${data.contact.id}/delete">${csrfInput(context.csrf)}
+<p><button class="danger" type="submit">Delete contact</button> <a class="button secondary" href="${base}/${data.contact.id}">Cancel</a></p>
+</form></div>`,
+  )
+}
+
+export function importPage(
+  context: PageContext,
+  data: {
+    accountId: string
+    columns: readonly string[]
+    maxRows: number
+    maxMiB: number
+    /** Why the file was refused as a whole (too large, no file). */
+    formError?: string
+    /** Per-row problems: nothing was imported. */
+    errors?: ImportError[]
+    result?: ImportSummary
+  },
+): Html {
+  const base = contactsUrl(data.accountId)
+  const errors = data.errors ?? []
+  const { result } = data
+  return layout(
+    'Import contacts',
+    { ...context, section: 'contacts' },
+    html`<p><a href="${base}">← Contacts</a></p>
+<h1>Import contacts from CSV</h1>
+${
+  result
+    ? html`<div class="alert ok" role="status">Import finished: ${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged.</div>
+<p><a class="button" href="${base}">Back to contacts</a></p>`
+    : ''
+}
+${data.formError ? html`<div class="alert error" role="alert">${data.formError}</div>` : ''}
+${
+  errors.length > 0
+    ? html`<div class="alert error" role="alert">Nothing was imported: ${errors.length} problem${errors.length === 1 ? '' : 's'} found. Fix ${errors.length === 1 ? 'it' : 'them'} in the file and import it again.</div>
+<div class="table-wrap"><table class="import-errors"><caption class="hint">Row numbers count the header as row 1, as a spreadsheet does.</caption>
+<thead><tr><th>Row</th><th>Column</th><th>What to fix</th></tr></thead><tbody>
+${errors.slice(0, REPORT_MAX).map((e) => html`<tr><td>${e.row === 0 ? 'file' : e.row}</td><td class="mono">${e.field}</td><td>${e.message}</td></tr>`)}
+${errors.length > REPORT_MAX ? html`<tr><td colspan="3" class="hint">…and ${errors.length - REPORT_MAX} more.</td></tr>` : ''}
+</tbody></table></div>`
+    : ''
+}
+<div class="card"><form method="post" action="${base}/import" enctype="multipart/form-data">
+${csrfInput(context.csrf)}
+<label for="f-file">CSV file <span class="hint">UTF-8, at most ${data.maxMiB} MiB and ${data.maxRows.toLocaleString('en')} rows</span></label>
+<input id="f-file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="import-help">
+<div id="import-help" class="hint">
+<p>The first row names the columns: those of the export (${data.columns.join(', ')}). <strong>email</strong> is required in every row: a contact with the same email is updated, others are created. id, created_at and updated_at are ignored; a column you leave out is left unchanged; an empty cell clears the field.</p>
+<p>Tags are separated by semicolons; custom_fields is a JSON object. Every row is checked first: if any row has a problem, nothing is imported.</p>
+</div>
+<p><button type="submit">Import</button> <a class="button secondary" href="${base}">Cancel</a></p>
+</form></div>`,
+  )
+}

@@ -1,0 +1,87 @@
+// Real server processes for multi-process tests: spawn `serve` with tsx, wait until it listens.
+import { type ChildProcess, spawn } from 'node:child_process'
+
+export interface ServerProcess {
+  child: ChildProcess
+  base: string
+  output(): string
+  stop(signal?: NodeJS.Signals): Promise<number | null>
+}
+
+export function randomPort(): number {
+  return 30_000 + Math.floor(Math.random() * 25_000)
+}
+
+export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
+  const port = env.PORT ?? String(randomPort())
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: port },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout?.on('data', (chunk) => {
+    output += chunk
+  })
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start in 30 s: ${output}`)), 30_000)
+    child.stderr?.on('data', (chunk) => {
+      output += chunk
+      if (output.includes('listening on')) {
+        clearTimeout(timer)
+        resolve()
+      }
+    })
+    exited.then((code) => {
+      clearTimeout(timer)
+      reject(new Error(`serve exited (${code}): ${output}`))
+    })
+  })
+  return {
+    child,
+    base: `http://127.0.0.1:${port}`,
+    output: () => output,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null) {
+        child.kill(signal)
+      }
+      return exited
+    },
+  }
+}
+
+/** A minimal cookie-keeping form client over fetch, for the web app on a real port. */
+export function httpWebClient(base: string) {
+  const cookies = new Map<string, string>()
+  let last = ''
+  const keep = (res: Response) => {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair] = line.split(';')
+      const [name, value] = (pair ?? '').split('=')
+      if (name) {
+        cookies.set(name, value ?? '')
+      }
+    }
+  }
+  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  return {
+    async get(path: string) {
+      const res = await fetch(base + path, { headers: { cookie: cookieHeader() }, redirect: 'manual' })
+      keep(res)
+      last = await res.text()
+      return { status: res.status, body: last, location: res.headers.get('location') }
+    },
+    async post(path: string, fields: Record<string, string>) {
+      const csrf = /name="_csrf" value="([^"]*)"/.exec(last)?.[1] ?? ''
+      const res = await fetch(base + path, {
+        method: 'POST',
+        headers: { cookie: cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: csrf, ...fields }),
+        redirect: 'manual',
+      })
+      keep(res)
+      last = await res.text()
+      return { status: res.status, body: last, location: res.headers.get('location') }
+    },
+  }
+}

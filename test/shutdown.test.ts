@@ -1,0 +1,73 @@
+// Operations in a real process: SIGTERM under load drains what is in flight and exits 0;
+// a configured but unreachable Redis stops the start with a clear message.
+import { spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { afterAll, describe, expect, it } from 'vitest'
+import { runCli } from '../src/cli/cli.js'
+import { randomPort, startServerProcess } from './processes.js'
+
+describe('operations in a real process', () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'contacts-ops-'))
+  afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+  it('SIGTERM under load: every request in flight when the signal arrives succeeds, and the exit code is 0', async () => {
+    const env = { DATABASE_URL: `sqlite:${path.join(dir, 'load.sqlite')}`, RATE_LIMIT_PER_SECOND: '0' }
+    const out: string[] = []
+    await runCli(['accounts', 'create', '--name', 'Load', '--json'], env, { out: (t) => out.push(t), err: () => {} })
+    const key = JSON.parse(out[0] ?? '{}').api_key.secret as string
+    const server = await startServerProcess(env)
+
+    let signalAt = Number.POSITIVE_INFINITY
+    const results: Array<{ started: number; ended: number; status: number }> = []
+    const worker = async (n: number) => {
+      for (let i = 0; Date.now() < signalAt + 1000 && i < 10_000; i++) {
+        const started = Date.now()
+        if (started >= signalAt) {
+          return // the load balancer would send this elsewhere now
+        }
+        const status = await fetch(`${server.base}/api/v1/contacts`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ first_name: `Worker ${n}`, custom_fields: { i } }),
+        }).then(
+          (res) => res.status,
+          () => 0,
+        )
+        results.push({ started, ended: Date.now(), status })
+      }
+    }
+    const workers = Array.from({ length: 16 }, (_, n) => worker(n))
+    await new Promise((r) => setTimeout(r, 1500))
+    signalAt = Date.now()
+    const code = await server.stop('SIGTERM')
+    await Promise.all(workers)
+
+    // Started well before the signal (so the server had the request) and not finished by then.
+    const inFlight = results.filter((r) => r.started < signalAt - 20 && r.ended >= signalAt)
+    console.log(`shutdown: ${results.length} requests, ${inFlight.length} in flight at SIGTERM, exit ${code}`)
+    expect(results.filter((r) => r.started < signalAt - 20).every((r) => r.status === 201)).toBe(true)
+    expect(code).toBe(0)
+    expect(results.length).toBeGreaterThan(50)
+  })
+
+  it('REDIS_URL set but Redis unreachable: the start fails at once with a clear message', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+      env: {
+        ...process.env,
+        DATABASE_URL: `sqlite:${path.join(dir, 'redis.sqlite')}`,
+        REDIS_URL: 'redis://127.0.0.1:1',
+        PORT: String(randomPort()),
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    })
+    let stderr = ''
+    child.stderr?.on('data', (chunk) => {
+      stderr += chunk
+    })
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+    expect(code).not.toBe(0)
+    expect(stderr).toContain('REDIS_URL is set but Redis is unreachable')
+  })
+})
