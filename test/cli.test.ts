@@ -12,25 +12,13 @@ import { runCli } from '../src/cli/cli.js'
 import { loadConfig } from '../src/config.js'
 import { closeDeps, createDeps, type Deps } from '../src/deps.js'
 import { manualClock } from '../src/lib/clock.js'
+import { MIGRATIONS, TABLES } from './schema-expectations.js'
 
 const ACCOUNT_ID = /^acct_[0-9A-HJKMNP-TV-Z]{26}$/
 const KEY_ID = /^key_[0-9A-HJKMNP-TV-Z]{26}$/
 const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const SECRET = /^service_live_[A-Za-z0-9]{32}$/
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
-const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web', '20261122T051500_idempotency']
-const TABLES = [
-  'accounts',
-  'api_key_usage',
-  'api_keys',
-  'contact_tags',
-  'contacts',
-  'events',
-  'idempotency_keys',
-  'memberships',
-  'sessions',
-  'users',
-]
 const APP_SECRET = 'cli-test-secret-0123456789abcdef0123456789'
 
 interface Run {

@@ -7,20 +7,8 @@ import type { DatabaseHandle } from '../src/db/database.js'
 import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
+import { MIGRATIONS, TABLES } from './schema-expectations.js'
 
-const MIGRATIONS = ['20261122T000000_init', '20261122T050000_web', '20261122T051500_idempotency']
-const TABLES = [
-  'accounts',
-  'api_key_usage',
-  'api_keys',
-  'contact_tags',
-  'contacts',
-  'events',
-  'idempotency_keys',
-  'memberships',
-  'sessions',
-  'users',
-]
 const TENANT_TABLES = ['api_key_usage', 'api_keys', 'contact_tags', 'contacts', 'events', 'idempotency_keys']
 /** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
 const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key', 'users_email_key'])

@@ -1,0 +1,18 @@
+// What the migrations are expected to produce, stated once for the CLI and migration suites.
+import * as migrations from '../src/db/migrations/index.js'
+
+/** Migration names in order, as the Migrator records them (the index's export names without the `m`). */
+export const MIGRATIONS = Object.keys(migrations).map((name) => name.replace(/^m/, ''))
+
+export const TABLES = [
+  'accounts',
+  'api_key_usage',
+  'api_keys',
+  'contact_tags',
+  'contacts',
+  'events',
+  'idempotency_keys',
+  'memberships',
+  'sessions',
+  'users',
+]
