@@ -35,15 +35,38 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   let pendingUses = new Map<string, { accountId: string; keyId: string; at: string }>()
   let pendingCounts = new Map<string, { accountId: string; keyId: string; day: string; requests: number }>()
 
-  async function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
+  /**
+   * Lookups in flight, shared by the requests that arrive meanwhile: when a busy key's entry
+   * expires, one query refreshes it instead of one per concurrent request.
+   */
+  const loading = new Map<string, Promise<KeyWithAccount | undefined>>()
+  /** Counts invalidate() calls: a lookup that began before one must not fill the cache. */
+  let invalidations = 0
+
+  function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
     const cached = cache.get(keyHash)
     if (cached && now - cached.loadedAt < cacheTtlMs) {
-      return cached.found
+      return Promise.resolve(cached.found)
     }
-    // Re-inserted below at the end, so the insertion order stays oldest-loaded first.
-    cache.delete(keyHash)
+    let pending = loading.get(keyHash)
+    if (!pending) {
+      const started = load(keyHash, now).finally(() => {
+        if (loading.get(keyHash) === started) {
+          loading.delete(keyHash)
+        }
+      })
+      loading.set(keyHash, started)
+      pending = started
+    }
+    return pending
+  }
+
+  async function load(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
+    const generation = invalidations
     const found = await findKeyByHash(db, keyHash, prefix)
-    if (found) {
+    // Re-inserted at the end, so the insertion order stays oldest-loaded first.
+    cache.delete(keyHash)
+    if (found && generation === invalidations) {
       if (cache.size >= CACHE_MAX_ENTRIES) {
         // Maps iterate in insertion order: drop the entry loaded longest ago.
         const oldest = cache.keys().next().value
@@ -109,7 +132,10 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
       return found
     },
     invalidate(keyHash) {
+      invalidations++
       cache.delete(keyHash)
+      // A request from now on must not join a lookup that may have read the key before its revocation.
+      loading.delete(keyHash)
     },
     flush,
     async close() {

@@ -1,6 +1,7 @@
 // Tenant-scoped contact storage. Every function takes the account id; every query filters by it.
 // Each write records its event in the same transaction.
 import { CompiledQuery, type Kysely, sql, type Transaction } from 'kysely'
+import { PLAN_PER_CALL } from '../db/database.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { recordEvent } from '../events/events.js'
@@ -59,6 +60,7 @@ export async function listContactRows(db: Db, accountId: string, options: ListCo
     q: options.q === undefined ? undefined : searchPattern(options.q),
     updatedAfter: options.updated_after === undefined ? undefined : updatedAfter(options.updated_after),
     fetch: options.fetch,
+    indexedMax: UPDATED_AFTER_INDEXED_MAX + 1,
   }
   const shape: ListShape = {
     desc: options.order === 'desc',
@@ -67,27 +69,34 @@ export async function listContactRows(db: Db, accountId: string, options: ListCo
     tag: options.tag !== undefined,
     q: options.q !== undefined,
     updatedAfter: options.updated_after !== undefined,
+    updatedAfterIndexed: false,
+  }
+  if (shape.updatedAfter) {
+    const probe = templateFor(db, 'probe', () => compileUpdatedAfterProbe(db))
+    const { rows } = await db.executeQuery<{ n: number | string }>(
+      CompiledQuery.raw(probe.sql, parameters(probe, values)),
+    )
+    shape.updatedAfterIndexed = Number(rows[0]?.n ?? 0) <= UPDATED_AFTER_INDEXED_MAX
   }
   const key = Object.values(shape)
     .map((on) => (on ? '1' : '0'))
     .join('')
-  let templates = listTemplates.get(db)
-  if (!templates) {
-    templates = new Map()
-    listTemplates.set(db, templates)
-  }
-  let template = templates.get(key)
-  if (!template) {
-    template = compileListTemplate(db, shape)
-    templates.set(key, template)
-  }
-  const parameters = template.slots.map((slot) => values[slot])
-  const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters))
+  const template = templateFor(db, key, () => compileListTemplate(db, shape))
+  const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters(template, values)))
   return rows
 }
 
-type ListSlot = 'account' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter' | 'fetch'
-type ListShape = Record<'desc' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter', boolean>
+/**
+ * With `updated_after`, a page either sorts the contacts changed since then, found by the
+ * (account_id, updated_at) index, or walks the id order skipping the others: the first is right
+ * when few changed (a sync loop asking for the last minute's changes), the second when many did
+ * (a first sync), where sorting them all for every page would cost O(n) a page. A probe that
+ * reads at most this many + 1 index entries decides, so neither database's planner has to guess.
+ */
+const UPDATED_AFTER_INDEXED_MAX = 2000
+
+type ListSlot = 'account' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter' | 'fetch' | 'indexedMax'
+type ListShape = Record<'desc' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter' | 'updatedAfterIndexed', boolean>
 interface ListTemplate {
   sql: string
   /** Which value goes in each parameter position. */
@@ -96,6 +105,61 @@ interface ListTemplate {
 
 /** Per database handle (the SQL differs by dialect); a transaction, a new object each time, just misses. */
 const listTemplates = new WeakMap<Db, Map<string, ListTemplate>>()
+
+function templateFor(db: Db, key: string, compile: () => ListTemplate): ListTemplate {
+  let templates = listTemplates.get(db)
+  if (!templates) {
+    templates = new Map()
+    listTemplates.set(db, templates)
+  }
+  let template = templates.get(key)
+  if (!template) {
+    template = compile()
+    templates.set(key, template)
+  }
+  return template
+}
+
+const parameters = (template: ListTemplate, values: Record<ListSlot, unknown>) =>
+  template.slots.map((slot) => values[slot])
+
+const marker = (slot: ListSlot) => `\u0000${slot}`
+const FETCH_MARKER = -424242
+const INDEXED_MAX_MARKER = -434343
+
+/** Records which value each parameter position of a query built with markers takes. */
+function toTemplate(compiled: { sql: string; parameters: readonly unknown[] }, planPerCall: boolean): ListTemplate {
+  const slots = compiled.parameters.map((parameter): ListSlot => {
+    if (parameter === FETCH_MARKER) {
+      return 'fetch'
+    }
+    if (parameter === INDEXED_MAX_MARKER) {
+      return 'indexedMax'
+    }
+    const slot = typeof parameter === 'string' && parameter.startsWith('\u0000') ? parameter.slice(1) : undefined
+    if (slot === undefined) {
+      throw new Error(`list query: unexpected parameter ${String(parameter)}`)
+    }
+    return slot as ListSlot
+  })
+  return { sql: planPerCall ? `${compiled.sql} ${PLAN_PER_CALL}` : compiled.sql, slots }
+}
+
+/** How many contacts changed after the time, counting no further than UPDATED_AFTER_INDEXED_MAX + 1. */
+function compileUpdatedAfterProbe(db: Db): ListTemplate {
+  const changed = db
+    .selectFrom('contacts')
+    .select('contacts.id')
+    .where('contacts.account_id', '=', marker('account'))
+    .where('contacts.updated_at', '>', marker('updatedAfter'))
+    .limit(INDEXED_MAX_MARKER)
+    .as('changed')
+  const compiled = db
+    .selectFrom(changed)
+    .select((eb) => eb.fn.countAll().as('n'))
+    .compile()
+  return toTemplate(compiled, true)
+}
 
 /** `q` as a LIKE pattern: a prefix of any line of `search` (see toContactRow). */
 function searchPattern(q: string): string {
@@ -122,8 +186,6 @@ function updatedAfter(raw: string): string {
  * many contacts carry the tag (an `id in (subquery)` made SQLite collect all of them first).
  */
 function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
-  const marker = (slot: ListSlot) => `\u0000${slot}`
-  const FETCH_MARKER = -424242
   const direction = shape.desc ? 'desc' : 'asc'
   let query = shape.tag
     ? db
@@ -151,21 +213,22 @@ function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
     // Lower-cased on both sides, so SQLite's case-insensitive LIKE and PostgreSQL's agree.
     query = query.where(sql<boolean>`contacts.search like ${marker('q')} escape '\\'`)
   }
-  if (shape.updatedAfter) {
+  if (shape.updatedAfter && shape.updatedAfterIndexed) {
+    // Few changed: found by the updated_at index and sorted. Ordering by an expression (same values,
+    // same collation) keeps a planner from walking the primary key instead on a misestimate.
     query = query.where('contacts.updated_at', '>', marker('updatedAfter'))
+    const compiled = query
+      .orderBy(sql`${sql.ref(position)} || ''`, direction)
+      .limit(FETCH_MARKER)
+      .compile()
+    return toTemplate(compiled, true)
   }
-  const compiled = query.orderBy(position, direction).limit(FETCH_MARKER).compile()
-  const slots = compiled.parameters.map((parameter) => {
-    if (parameter === FETCH_MARKER) {
-      return 'fetch'
-    }
-    const slot = typeof parameter === 'string' && parameter.startsWith('\u0000') ? parameter.slice(1) : undefined
-    if (slot === undefined) {
-      throw new Error(`list query: unexpected parameter ${String(parameter)}`)
-    }
-    return slot as ListSlot
-  })
-  return { sql: compiled.sql, slots }
+  if (shape.updatedAfter) {
+    // Many changed: an expression no index serves, so the page walks the id order.
+    query = query.where(sql<boolean>`(contacts.updated_at || '') > ${marker('updatedAfter')}`)
+  }
+  // Which plan is best depends on the time given: planned per call (no generic plan on PostgreSQL).
+  return toTemplate(query.orderBy(position, direction).limit(FETCH_MARKER).compile(), shape.updatedAfter)
 }
 
 /** Inserts a new contact from an input; 409 contact_exists (with the existing id) on a taken email. */

@@ -2,3 +2,4 @@
 export * as m20261122T000000_init from './20261122T000000-init.js'
 export * as m20261122T050000_web from './20261122T050000-web.js'
 export * as m20261122T051500_idempotency from './20261122T051500-idempotency.js'
+export * as m20261122T060000_contacts_updated_index from './20261122T060000-contacts-updated-index.js'
