@@ -4,7 +4,7 @@
 // learned is either entirely there or entirely absent; SQLite's integrity_check is ok after each kill.
 // Creates carry an Idempotency-Key: an acknowledged one replays its answer after the restart, and an
 // unanswered one is retried with its key as a client would (the counts of keys the kill left "in
-// flight" are printed; see the it.fails at the end for the bug they expose).
+// flight" are printed: never one whose write committed, see the last test).
 // Runs on SQLite, and on the PostgreSQL server when TEST_DATABASE_URL is set (in a throwaway schema).
 // CRASH_ROUNDS sets the number of kill rounds per database (default 5).
 import { type ChildProcess, spawn } from 'node:child_process'
@@ -193,7 +193,6 @@ describe.each(dialects)('crash test on %s: kill -9 under concurrent writes, rest
       replayed: 0,
       retried: 0,
       stuckKeys: 0,
-      stuckCommitted: 0,
       unexpected: [] as string[],
     }
 
@@ -351,10 +350,9 @@ describe.each(dialects)('crash test on %s: kill -9 under concurrent writes, rest
         tally.retried++
         if (retry.status === 409 && JSON.parse(text).code === 'idempotency_key_in_use') {
           // The kill left the key "in flight": refused until it counts as abandoned (60 s).
+          // Only a write that never committed: one that did stored its answer in the same transaction.
           tally.stuckKeys++
-          if (found) {
-            tally.stuckCommitted++ // committed, but the answer was never stored with its key
-          }
+          expect(found, 'a committed create whose Idempotency-Key has no stored answer').toBeUndefined()
           continue
         }
         expect(retry.status, text).toBe(201)
@@ -392,44 +390,74 @@ describe.each(dialects)('crash test on %s: kill -9 under concurrent writes, rest
         `(${tally.creates} creates, ${tally.updates} updates; ${tally.replayed} idempotent replays), ` +
         `${tally.unknown} with unknown outcome (${tally.unknownApplied} applied whole, ` +
         `${tally.unknown - tally.unknownApplied} absent; ${tally.retried} retried, ${tally.stuckKeys} keys left in flight, ` +
-        `${tally.stuckCommitted} of them committed without their stored answer)` +
+        'none of them committed)' +
         (dialect === 'sqlite' ? ', integrity_check ok after every kill' : ''),
     )
   })
 })
 
-// What the real kill above leaves behind on PostgreSQL in about one round in three: the create
-// committed, but the process died before the Idempotency-Key's row got the answer (status NULL).
-// src bug: the retry is refused with 409 for 60 s, then the key counts as abandoned and the request
-// runs again, creating the contact a second time (or answering 409 contact_exists when it has an
-// email). Fix: store the answer with the key in the write's own transaction.
+// A kill between the commit of a keyed write and its response must not leave the write without its
+// stored answer (status NULL): the retry would be refused for 60 s, then run the write a second time.
+// So the answer commits in the write's own transaction; here the state is read right after each
+// commit, before the response is sent — the state a kill at that moment leaves behind.
 describe.each(testDialects())('idempotency after a crash on %s', (dialect) => {
-  it.fails('a retry with the same key after a kill between commit and stored answer creates nothing new', async () => {
+  it('a keyed write commits together with its answer, so its retry after a kill replays it', async () => {
     const clock = manualClock()
     const t = await createTestHarness({ dialect, clock })
     try {
       const acme = await t.createAccount()
-      const request = {
+      const keyRows = () =>
+        t.db.selectFrom('idempotency_keys').select(['key', 'status', 'body', 'location']).orderBy('key').execute()
+      const atCommit: Array<Awaited<ReturnType<typeof keyRows>>> = []
+      const transaction = t.db.transaction.bind(t.db)
+      t.db.transaction = () => {
+        const builder = transaction()
+        const execute = builder.execute.bind(builder)
+        builder.execute = (async (callback: Parameters<typeof execute>[0]) => {
+          const result = await execute(callback)
+          atCommit.push(await keyRows())
+          return result
+        }) as typeof builder.execute
+        return builder
+      }
+      const create = {
         method: 'POST' as const,
         url: '/api/v1/contacts',
         headers: { 'idempotency-key': 'crash-1' },
-        payload: { first_name: 'Once' },
+        payload: { first_name: 'Once', email: 'once@example.com' },
       }
-      const first = await t.inject(acme, request)
-      expect(first.statusCode).toBe(201)
-      // The state kill -9 leaves between the commit and the onSend hook that stores the answer.
-      await t.db
-        .updateTable('idempotency_keys')
-        .set({ status: null, body: null, location: null })
-        .where('account_id', '=', acme.id)
-        .where('key', '=', 'crash-1')
-        .execute()
+      const upsert = {
+        method: 'POST' as const,
+        url: '/api/v1/contacts/upsert',
+        headers: { 'idempotency-key': 'crash-2' },
+        payload: { email: 'once@example.com', last_name: 'Upserted' },
+      }
+      const created = await t.inject(acme, create)
+      const updated = await t.inject(acme, upsert)
+      expect([created.statusCode, updated.statusCode]).toEqual([201, 200])
+      const id = created.json().id
+      expect(atCommit).toEqual([
+        [{ key: 'crash-1', status: 201, body: created.body, location: `http://api.test/api/v1/contacts/${id}` }],
+        [
+          { key: 'crash-1', status: 201, body: created.body, location: `http://api.test/api/v1/contacts/${id}` },
+          { key: 'crash-2', status: 200, body: updated.body, location: null },
+        ],
+      ])
+      // Past the 60 s after which a key left in flight counts as abandoned: still replays, creates nothing.
       clock.advance(61_000)
-      const retry = await t.inject(acme, request)
+      for (const [request, first] of [
+        [create, created],
+        [upsert, updated],
+      ] as const) {
+        const retry = await t.inject(acme, request)
+        expect([retry.statusCode, retry.body, retry.headers['idempotent-replayed']]).toEqual([
+          first.statusCode,
+          first.body,
+          'true',
+        ])
+      }
       const contacts = (await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })).json().contacts
-      expect(contacts.map((c: { id: string }) => c.id)).toEqual([first.json().id])
-      expect(retry.statusCode).toBe(201)
-      expect(retry.json().id).toBe(first.json().id)
+      expect(contacts).toEqual([updated.json()])
     } finally {
       await t.close()
     }

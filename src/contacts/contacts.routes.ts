@@ -8,12 +8,14 @@ import { AppError, ProblemSchema } from '../http/errors.js'
 import { PageEnvelope, sendPage } from '../http/pagination.js'
 import { sendRawJson } from '../http/replies.js'
 import { IdParams } from '../http/schemas.js'
+import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
   createContact,
   deleteContact,
   findContactBody,
   listContactRows,
+  type StoredContact,
   updateContact,
   upsertContact,
 } from './contacts.store.js'
@@ -24,6 +26,12 @@ const notFound = () => new AppError('not_found', 'No contact with this id exists
 export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
   const now = () => deps.clock.now().toISOString()
+  /** A write's response, also what its Idempotency-Key replays. */
+  const answerOf = ({ contact, body }: StoredContact, created: boolean): IdempotentAnswer => ({
+    status: created ? 201 : 200,
+    body,
+    location: created ? `${deps.config.apiUrl}/api/v1/contacts/${contact.id}` : null,
+  })
 
   // '' (not '/'), so the list lives at /api/v1/contacts only, without a trailing-slash twin.
   app.get(
@@ -55,9 +63,15 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       },
     },
     async (request, reply) => {
-      const { contact, body } = await createContact(db, authOf(request).account.id, request.body, now())
-      reply.header('location', `${deps.config.apiUrl}/api/v1/contacts/${contact.id}`)
-      return sendRawJson(reply, 201, body)
+      const keep = answerWithWrite(request)
+      const stored = await createContact(
+        db,
+        authOf(request).account.id,
+        request.body,
+        now(),
+        keep && ((trx, written) => keep(trx, answerOf(written, true))),
+      )
+      return sendAnswer(reply, answerOf(stored, true))
     },
   )
 
@@ -72,11 +86,15 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       },
     },
     async (request, reply) => {
-      const { contact, body, created } = await upsertContact(db, authOf(request).account.id, request.body, now())
-      if (created) {
-        reply.header('location', `${deps.config.apiUrl}/api/v1/contacts/${contact.id}`)
-      }
-      return sendRawJson(reply, created ? 201 : 200, body)
+      const keep = answerWithWrite(request)
+      const stored = await upsertContact(
+        db,
+        authOf(request).account.id,
+        request.body,
+        now(),
+        keep && ((trx, written, created) => keep(trx, answerOf(written, created))),
+      )
+      return sendAnswer(reply, answerOf(stored, stored.created))
     },
   )
 

@@ -231,16 +231,27 @@ function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
   return toTemplate(query.orderBy(position, direction).limit(FETCH_MARKER).compile(), shape.updatedAfter)
 }
 
+/**
+ * Work the caller wants committed together with a write, or not at all: the route stores the
+ * Idempotency-Key's answer this way, so a crash can never leave a write without its answer.
+ */
+export type WithWrite = (trx: Transaction<Database>, stored: StoredContact) => Promise<void>
+
 /** Inserts a new contact from an input; 409 contact_exists (with the existing id) on a taken email. */
 export async function createContact(
   db: Kysely<Database>,
   accountId: string,
   input: ContactInput,
   now: string,
+  withWrite?: WithWrite,
 ): Promise<StoredContact> {
   const contact = applyContactInput(emptyContact(newId('contact'), now), input, now)
   try {
-    return await db.transaction().execute((trx) => insertContact(trx, accountId, contact, now))
+    return await db.transaction().execute(async (trx) => {
+      const stored = await insertContact(trx, accountId, contact, now)
+      await withWrite?.(trx, stored)
+      return stored
+    })
   } catch (error) {
     if (isUniqueViolation(error) && contact.email !== null) {
       const existingId = await findContactIdByEmail(db, accountId, contact.email)
@@ -257,11 +268,17 @@ export async function updateContact(
   id: string,
   input: ContactInput,
   now: string,
+  withWrite?: WithWrite,
 ): Promise<StoredContact | undefined> {
   try {
     return await db.transaction().execute(async (trx) => {
       const updated = await updateLockedContact(trx, accountId, id, input, now)
-      return updated && { contact: updated.contact, body: updated.body }
+      if (!updated) {
+        return undefined
+      }
+      const stored = { contact: updated.contact, body: updated.body }
+      await withWrite?.(trx, stored)
+      return stored
     })
   } catch (error) {
     const email = input.email?.trim()
@@ -354,18 +371,21 @@ export async function upsertContact(
   accountId: string,
   input: ContactInput & { email: string },
   now: string,
+  withWrite?: (trx: Transaction<Database>, stored: StoredContact, created: boolean) => Promise<void>,
 ): Promise<StoredContact & { created: boolean }> {
+  const withCreate: WithWrite | undefined = withWrite && ((trx, stored) => withWrite(trx, stored, true))
+  const withUpdate: WithWrite | undefined = withWrite && ((trx, stored) => withWrite(trx, stored, false))
   for (let attempt = 0; attempt < 3; attempt++) {
     const existingId = await findContactIdByEmail(db, accountId, input.email)
     if (existingId !== undefined) {
-      const updated = await updateContact(db, accountId, existingId, input, now)
+      const updated = await updateContact(db, accountId, existingId, input, now, withUpdate)
       if (updated) {
         return { ...updated, created: false }
       }
       continue // deleted meanwhile: try again as a create
     }
     try {
-      return { ...(await createContact(db, accountId, input, now)), created: true }
+      return { ...(await createContact(db, accountId, input, now, withCreate)), created: true }
     } catch (error) {
       // Created by a concurrent request between the lookup and the insert: update it instead.
       if (!(error instanceof AppError && error.code === 'contact_exists')) {

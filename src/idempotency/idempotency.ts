@@ -1,8 +1,8 @@
 // Idempotency-Key on POST (DESIGN §10): the first response is kept per account for 24 h and
 // replayed for the same key and body; another body → 422; the same key while the first request
 // is still running → 409. 5xx responses are not kept, so the client's retry runs again.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Kysely } from 'kysely'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { Kysely, Transaction } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { accountIdOf } from '../http/auth.js'
@@ -15,7 +15,61 @@ const KEEP_MS = 24 * 3600 * 1000
 const ABANDONED_MS = 60_000
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
 
-const owned = new WeakMap<FastifyRequest, { accountId: string; key: string }>()
+/** The answer kept for a key: what a replay sends. */
+export interface IdempotentAnswer {
+  status: number
+  body: string
+  location: string | null
+}
+
+interface OwnedKey {
+  accountId: string
+  key: string
+  /** Stored by the write's own transaction (answerWithWrite); onSend then has nothing to store. */
+  storedWithWrite?: IdempotentAnswer
+}
+
+const owned = new WeakMap<FastifyRequest, OwnedKey>()
+
+/**
+ * For a request that holds an Idempotency-Key, a function that stores the answer inside the write's
+ * transaction: the write and its answer commit together, so a crash between the commit and the
+ * response can never leave a committed write whose retry would run it a second time.
+ */
+export function answerWithWrite(
+  request: FastifyRequest,
+): ((trx: Transaction<Database>, answer: IdempotentAnswer) => Promise<void>) | undefined {
+  const ownedKey = owned.get(request)
+  if (!ownedKey) {
+    return undefined
+  }
+  return async (trx, answer) => {
+    await storeAnswer(trx, ownedKey, answer)
+    ownedKey.storedWithWrite = answer
+  }
+}
+
+/** Sends a write's answer (already serialized JSON), first time or replayed. */
+export function sendAnswer(reply: FastifyReply, { status, body, location }: IdempotentAnswer): FastifyReply {
+  if (location) {
+    reply.header('location', location)
+  }
+  const type = status >= 400 ? 'application/problem+json' : 'application/json'
+  return reply.code(status).type(`${type}; charset=utf-8`).send(body)
+}
+
+async function storeAnswer(
+  db: Kysely<Database>,
+  { accountId, key }: OwnedKey,
+  { status, body, location }: IdempotentAnswer,
+): Promise<void> {
+  await db
+    .updateTable('idempotency_keys')
+    .set({ status, body, location })
+    .where('account_id', '=', accountId)
+    .where('key', '=', key)
+    .execute()
+}
 
 export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>, clock: Clock): void {
   scope.addHook('preHandler', async (request, reply) => {
@@ -86,14 +140,7 @@ export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>,
         )
       }
       reply.header('idempotent-replayed', 'true')
-      if (existing.location) {
-        reply.header('location', existing.location)
-      }
-      const type = existing.status >= 400 ? 'application/problem+json' : 'application/json'
-      return reply
-        .code(existing.status)
-        .type(`${type}; charset=utf-8`)
-        .send(existing.body ?? '')
+      return sendAnswer(reply, { status: existing.status, body: existing.body ?? '', location: existing.location })
     }
     throw new AppError('idempotency_key_in_use', 'This Idempotency-Key is contended; retry shortly.', {
       headers: { 'retry-after': '1' },
@@ -114,17 +161,17 @@ export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>,
         .execute()
       return payload
     }
+    const stored = ownedKey.storedWithWrite
+    if (stored && stored.status === reply.statusCode && stored.body === payload) {
+      return payload
+    }
+    // No write (a 4xx), or the transaction that stored an answer rolled back and this is another one.
     const location = reply.getHeader('location')
-    await db
-      .updateTable('idempotency_keys')
-      .set({
-        status: reply.statusCode,
-        body: typeof payload === 'string' ? payload : '',
-        location: typeof location === 'string' ? location : null,
-      })
-      .where('account_id', '=', ownedKey.accountId)
-      .where('key', '=', ownedKey.key)
-      .execute()
+    await storeAnswer(db, ownedKey, {
+      status: reply.statusCode,
+      body: typeof payload === 'string' ? payload : '',
+      location: typeof location === 'string' ? location : null,
+    })
     return payload
   })
 }
