@@ -6,10 +6,16 @@ import { AppError } from './errors.js'
 export const BODY_LIMIT = 1024 * 1024
 
 export function installInputRules(app: FastifyInstance): void {
-  // Query strings and paths: %00 decodes to U+0000.
   app.addHook('onRequest', async (request) => {
+    // Query strings and paths: %00 decodes to U+0000.
     if (/%00/i.test(request.url)) {
       throw new AppError('invalid_parameter', 'The URL must not contain the character U+0000 (%00).')
+    }
+    // The query parser would keep a bad escape (`%zz`, a cut or surrogate UTF-8 sequence) as literal
+    // text; a badly encoded path is already a 400, so is a badly encoded query.
+    const query = request.url.indexOf('?')
+    if (query !== -1 && !isPercentEncodedUtf8(request.url.slice(query + 1))) {
+      throw new AppError('invalid_request', 'The query string is not valid percent-encoded UTF-8.')
     }
   })
 
@@ -33,6 +39,18 @@ export function installInputRules(app: FastifyInstance): void {
       done(null, value)
     })
   })
+}
+
+function isPercentEncodedUtf8(text: string): boolean {
+  if (!text.includes('%')) {
+    return true
+  }
+  try {
+    decodeURIComponent(text)
+    return true
+  } catch {
+    return false
+  }
 }
 
 /**

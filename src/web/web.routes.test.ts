@@ -143,6 +143,10 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(res.statusCode).toBe(400)
       expect(res.headers['content-type']).toContain('text/html')
       expect(res.body).toContain('U+0000')
+      const badEscape = await client.get(`/app/${accountId}/contacts?q=%zz`)
+      expect(badEscape.statusCode).toBe(400)
+      expect(badEscape.headers['content-type']).toContain('text/html')
+      expect(badEscape.body).toContain('percent-encoded')
     })
 
     it('sends security headers: CSP without unsafe-inline scripts, frame-ancestors none, nosniff', async () => {
