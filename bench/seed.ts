@@ -5,9 +5,9 @@
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
-import { applyContactInput, emptyContact, normalizePhone, toContactRow } from '../src/contacts/contacts.js'
+import { applyContactInput, emptyContact, normalizePhone, searchTerms, toContactRow } from '../src/contacts/contacts.js'
 import type { ContactInput } from '../src/contacts/contacts.schemas.js'
-import type { ContactsTable, ContactTagsTable } from '../src/contacts/contacts.table.js'
+import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../src/contacts/contacts.table.js'
 import { openDatabase } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import { newId } from '../src/lib/ids.js'
@@ -98,6 +98,7 @@ function phonePool(random: () => number): string[] {
 interface Rows {
   contacts: ContactsTable[]
   tags: ContactTagsTable[]
+  terms: ContactTermsTable[]
 }
 
 /** Builds `count` contacts of one account, created one per `stepMs` from `startMs`. */
@@ -111,7 +112,7 @@ function* contactBatches(
   batchSize: number,
   onId: (position: number, id: string) => void = () => {},
 ): Generator<Rows> {
-  let batch: Rows = { contacts: [], tags: [] }
+  let batch: Rows = { contacts: [], tags: [], terms: [] }
   for (let i = 0; i < count; i++) {
     const createdMs = startMs + i * stepMs
     const created = new Date(createdMs).toISOString()
@@ -145,9 +146,12 @@ function* contactBatches(
     for (const tag of contact.tags) {
       batch.tags.push({ account_id: accountId, tag, contact_id: contact.id })
     }
+    for (const term of searchTerms(contact)) {
+      batch.terms.push({ account_id: accountId, term, contact_id: contact.id })
+    }
     if (batch.contacts.length >= batchSize) {
       yield batch
-      batch = { contacts: [], tags: [] }
+      batch = { contacts: [], tags: [], terms: [] }
     }
   }
   if (batch.contacts.length > 0) {
@@ -213,12 +217,16 @@ export async function seedSqlite(file: string, plan: SeedPlan): Promise<SeedResu
     `insert into contacts (${CONTACT_COLUMNS.join(', ')}) values (${CONTACT_COLUMNS.map(() => '?').join(', ')})`,
   )
   const insertTag = db.prepare('insert into contact_tags (account_id, tag, contact_id) values (?, ?, ?)')
+  const insertTerm = db.prepare('insert into contact_terms (account_id, term, contact_id) values (?, ?, ?)')
   const insertBatch = db.transaction((rows: Rows) => {
     for (const row of rows.contacts) {
       insertContact.run(CONTACT_COLUMNS.map((column) => row[column]))
     }
     for (const tag of rows.tags) {
       insertTag.run(tag.account_id, tag.tag, tag.contact_id)
+    }
+    for (const term of rows.terms) {
+      insertTerm.run(term.account_id, term.term, term.contact_id)
     }
   })
   const picked = { deepId: '', patchIds: [] as string[] }
@@ -247,6 +255,8 @@ export async function seedPostgres(url: string, plan: SeedPlan): Promise<SeedRes
     ).join(', ')})`
     const tagSql =
       'insert into contact_tags (account_id, tag, contact_id) select * from unnest($1::text[], $2::text[], $3::text[])'
+    const termSql =
+      'insert into contact_terms (account_id, term, contact_id) select * from unnest($1::text[], $2::text[], $3::text[])'
     const picked = { deepId: '', patchIds: [] as string[] }
     for (const rows of allBatches(big.accountId, small, plan, 5_000, picked)) {
       await client.query('begin')
@@ -261,6 +271,11 @@ export async function seedPostgres(url: string, plan: SeedPlan): Promise<SeedRes
           rows.tags.map((t) => t.contact_id),
         ])
       }
+      await client.query(termSql, [
+        rows.terms.map((t) => t.account_id),
+        rows.terms.map((t) => t.term),
+        rows.terms.map((t) => t.contact_id),
+      ])
       await client.query('commit')
     }
     // A production database has been vacuumed and analyzed by autovacuum; a fresh bulk load has not.

@@ -3,13 +3,22 @@
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
+import { createContact } from '../src/contacts/contacts.store.js'
 import type { DatabaseHandle } from '../src/db/database.js'
 import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
 import { MIGRATIONS, TABLES } from './schema-expectations.js'
 
-const TENANT_TABLES = ['api_key_usage', 'api_keys', 'contact_tags', 'contacts', 'events', 'idempotency_keys']
+const TENANT_TABLES = [
+  'api_key_usage',
+  'api_keys',
+  'contact_tags',
+  'contact_terms',
+  'contacts',
+  'events',
+  'idempotency_keys',
+]
 /** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
 const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key', 'users_email_key'])
 
@@ -197,6 +206,35 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     expect(await database.db.selectFrom('api_keys').select('name').execute()).toEqual([{ name: 'Default' }])
   })
 
+  it('the contact_terms migration fills the table from existing contacts as the write path would', async () => {
+    const { account } = await createAccountWithKey(database.db, {
+      name: 'Terms',
+      now: new Date(),
+      keyPrefix: 'service',
+    })
+    const now = new Date().toISOString()
+    for (const input of [
+      { first_name: 'Ada', last_name: 'Lovelace', email: 'ADA@example.com', company: 'Analytical  Engines' },
+      { first_name: 'Same', last_name: 'same' },
+      { phone: '+44 1632 960961', job_title: 'no searchable value' },
+    ]) {
+      await createContact(database.db, account.id, input, now)
+    }
+    const terms = () =>
+      database.db
+        .selectFrom('contact_terms')
+        .select(['account_id', 'contact_id', 'term'])
+        .orderBy('contact_id')
+        .orderBy('term')
+        .execute()
+    const written = await terms()
+    expect(written.map((row) => row.term)).toEqual(['ada', 'ada@example.com', 'analytical engines', 'lovelace', 'same'])
+
+    expect(await migrateDown(database)).toEqual(['20261123T120000_contact_terms'])
+    expect(await migrateToLatest(database)).toEqual(['20261123T120000_contact_terms'])
+    expect(await terms()).toEqual(written)
+  })
+
   it('every tenant table leads its primary key, foreign keys and unique indexes with account_id', async () => {
     const shape = await describeSchema(database)
     expect(shape.primaryKeys.accounts).toEqual(['id'])
@@ -251,6 +289,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       api_keys: ['account_id', 'id'],
       contacts: ['account_id', 'id'],
       contact_tags: ['account_id', 'tag', 'contact_id'],
+      contact_terms: ['account_id', 'term', 'contact_id'],
       events: ['account_id', 'id'],
     })
     expect(sqlite?.foreignKeys).toEqual({
@@ -263,6 +302,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       api_keys: [['account_id']],
       contacts: [['account_id']],
       contact_tags: [['account_id', 'contact_id']],
+      contact_terms: [['account_id', 'contact_id']],
       events: [['account_id']],
     })
     expect(sqlite?.uniqueIndexes).toEqual({

@@ -9,6 +9,7 @@ export const TABLES = [
   'api_key_usage',
   'api_keys',
   'contact_tags',
+  'contact_terms',
   'contacts',
   'events',
   'idempotency_keys',

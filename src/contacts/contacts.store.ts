@@ -8,7 +8,7 @@ import { recordEvent } from '../events/events.js'
 import { AppError, invalidParameter } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
 import { newId } from '../lib/ids.js'
-import { applyContactInput, emptyContact, toContactRow } from './contacts.js'
+import { applyContactInput, emptyContact, searchForm, searchTerms, toContactRow } from './contacts.js'
 import type { Contact, ContactInput, ListContactsFilters } from './contacts.schemas.js'
 
 type Db = Kysely<Database> | Transaction<Database>
@@ -43,7 +43,19 @@ export interface ListContactsOptions extends ListContactsFilters {
   afterId: string | undefined
   /** Rows to fetch: the page size plus one, to learn whether another page follows. */
   fetch: number
+  /** Tests lower it to reach both plans of `q` and `updated_after` with a few contacts. */
+  indexedMax?: number
 }
+
+/**
+ * With `q` or `updated_after`, a page either sorts the few matching contacts, found by an index
+ * (contact_terms, or (account_id, updated_at)), or walks the id order skipping the others: the
+ * first is right when few match (a rare name; a sync loop asking for the last minute's changes),
+ * the second when many do (a common prefix; a first sync), where sorting them all for every page
+ * would cost O(n) a page. A probe that reads at most this many + 1 index entries decides, so
+ * neither database's planner has to guess.
+ */
+const INDEXED_MAX = 2000
 
 /**
  * Keyset page by id (creation order): the cost does not grow with depth. A list request is the
@@ -52,31 +64,44 @@ export interface ListContactsOptions extends ListContactsFilters {
  * statement too: db/database.ts).
  */
 export async function listContactRows(db: Db, accountId: string, options: ListContactsOptions): Promise<PageRow[]> {
+  const indexedMax = options.indexedMax ?? INDEXED_MAX
+  const q = options.q === undefined ? undefined : searchForm(options.q)
+  const qHigh = q === undefined ? undefined : prefixUpperBound(q)
   const values: Record<ListSlot, unknown> = {
     account: accountId,
     after: options.afterId,
     email: options.email?.trim().toLowerCase(),
     tag: options.tag,
-    q: options.q === undefined ? undefined : searchPattern(options.q),
+    q: q === undefined ? undefined : likePattern(q),
+    qLow: q,
+    qHigh,
     updatedAfter: options.updated_after === undefined ? undefined : updatedAfter(options.updated_after),
     fetch: options.fetch,
-    indexedMax: UPDATED_AFTER_INDEXED_MAX + 1,
+    indexedMax: indexedMax + 1,
   }
   const shape: ListShape = {
     desc: options.order === 'desc',
     after: options.afterId !== undefined,
     email: options.email !== undefined,
     tag: options.tag !== undefined,
-    q: options.q !== undefined,
+    q: q !== undefined,
+    qIndexed: false,
     updatedAfter: options.updated_after !== undefined,
     updatedAfterIndexed: false,
   }
-  if (shape.updatedAfter) {
-    const probe = templateFor(db, 'probe', () => compileUpdatedAfterProbe(db))
+  const fewMatch = async (probeName: 'probeQ' | 'probeUpdated') => {
+    const probe = templateFor(db, probeName, () => compileProbe(db, probeName))
     const { rows } = await db.executeQuery<{ n: number | string }>(
       CompiledQuery.raw(probe.sql, parameters(probe, values)),
     )
-    shape.updatedAfterIndexed = Number(rows[0]?.n ?? 0) <= UPDATED_AFTER_INDEXED_MAX
+    return Number(rows[0]?.n ?? 0) <= indexedMax
+  }
+  // An email matches one contact at most: its own index serves the page whatever else is asked.
+  if (shape.q && !shape.email && qHigh !== undefined) {
+    shape.qIndexed = await fewMatch('probeQ')
+  }
+  if (shape.updatedAfter && !shape.qIndexed) {
+    shape.updatedAfterIndexed = await fewMatch('probeUpdated')
   }
   const key = Object.values(shape)
     .map((on) => (on ? '1' : '0'))
@@ -86,17 +111,11 @@ export async function listContactRows(db: Db, accountId: string, options: ListCo
   return rows
 }
 
-/**
- * With `updated_after`, a page either sorts the contacts changed since then, found by the
- * (account_id, updated_at) index, or walks the id order skipping the others: the first is right
- * when few changed (a sync loop asking for the last minute's changes), the second when many did
- * (a first sync), where sorting them all for every page would cost O(n) a page. A probe that
- * reads at most this many + 1 index entries decides, so neither database's planner has to guess.
- */
-const UPDATED_AFTER_INDEXED_MAX = 2000
-
-type ListSlot = 'account' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter' | 'fetch' | 'indexedMax'
-type ListShape = Record<'desc' | 'after' | 'email' | 'tag' | 'q' | 'updatedAfter' | 'updatedAfterIndexed', boolean>
+type ListSlot = 'account' | 'after' | 'email' | 'tag' | 'q' | 'qLow' | 'qHigh' | 'updatedAfter' | 'fetch' | 'indexedMax'
+type ListShape = Record<
+  'desc' | 'after' | 'email' | 'tag' | 'q' | 'qIndexed' | 'updatedAfter' | 'updatedAfterIndexed',
+  boolean
+>
 interface ListTemplate {
   sql: string
   /** Which value goes in each parameter position. */
@@ -145,29 +164,50 @@ function toTemplate(compiled: { sql: string; parameters: readonly unknown[] }, p
   return { sql: planPerCall ? `${compiled.sql} ${PLAN_PER_CALL}` : compiled.sql, slots }
 }
 
-/** How many contacts changed after the time, counting no further than UPDATED_AFTER_INDEXED_MAX + 1. */
-function compileUpdatedAfterProbe(db: Db): ListTemplate {
-  const changed = db
-    .selectFrom('contacts')
-    .select('contacts.id')
-    .where('contacts.account_id', '=', marker('account'))
-    .where('contacts.updated_at', '>', marker('updatedAfter'))
-    .limit(INDEXED_MAX_MARKER)
-    .as('changed')
-  const compiled = db
-    .selectFrom(changed)
-    .select((eb) => eb.fn.countAll().as('n'))
-    .compile()
-  return toTemplate(compiled, true)
+/** How many index entries match `q` or `updated_after`, counting no further than INDEXED_MAX + 1. */
+function compileProbe(db: Db, probe: 'probeQ' | 'probeUpdated'): ListTemplate {
+  const matching =
+    probe === 'probeQ'
+      ? matchingTerms(db).select('contact_terms.contact_id').limit(INDEXED_MAX_MARKER)
+      : db
+          .selectFrom('contacts')
+          .select('contacts.id')
+          .where('contacts.account_id', '=', marker('account'))
+          .where('contacts.updated_at', '>', marker('updatedAfter'))
+          .limit(INDEXED_MAX_MARKER)
+  return toTemplate(sql<{ n: number }>`select count(*) as n from (${matching}) as matching`.compile(db), true)
 }
 
-/** `q` as a LIKE pattern: a prefix of any line of `search` (see toContactRow). */
-function searchPattern(q: string): string {
-  const escaped = q
-    .toLowerCase()
-    .replace(/\s+/g, ' ')
-    .replace(/[\\%_]/g, (c) => `\\${c}`)
-  return `%\n${escaped}%`
+/** The account's search terms that start with `q`: a range of the contact_terms index. */
+function matchingTerms(db: Db) {
+  return db
+    .selectFrom('contact_terms')
+    .where('contact_terms.account_id', '=', marker('account'))
+    .where('contact_terms.term', '>=', marker('qLow'))
+    .where('contact_terms.term', '<', marker('qHigh'))
+}
+
+/** `q` (in search form) as a LIKE pattern: a prefix of any line of `search` (see toContactRow). */
+function likePattern(q: string): string {
+  return `%\n${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%`
+}
+
+/**
+ * The least string above every string that starts with `prefix`, in code-point order (SQLite's
+ * and the "C" collation's): the prefix with its last code point below U+10FFFF incremented and the
+ * rest dropped. undefined when there is none (only U+10FFFF), which no index range can serve.
+ */
+export function prefixUpperBound(prefix: string): string | undefined {
+  const points = Array.from(prefix, (char) => char.codePointAt(0) ?? 0)
+  while (points.length > 0) {
+    const last = points.pop() ?? 0
+    if (last < 0x10ffff) {
+      // Skip the surrogate range, which no well-formed string contains.
+      points.push(last === 0xd7ff ? 0xe000 : last + 1)
+      return String.fromCodePoint(...points)
+    }
+  }
+  return undefined
 }
 
 function updatedAfter(raw: string): string {
@@ -184,9 +224,13 @@ function updatedAfter(raw: string): string {
  * and records which value each parameter position takes. With a tag, the page is driven by the
  * tag's index, which lists its contacts in id order, so a page reads 51 index entries however
  * many contacts carry the tag (an `id in (subquery)` made SQLite collect all of them first).
+ * When a probe found few matches of `q` or `updated_after`, their index drives the page instead.
  */
 function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
   const direction = shape.desc ? 'desc' : 'asc'
+  if (shape.qIndexed) {
+    return compileFewTermsTemplate(db, shape)
+  }
   let query = shape.tag
     ? db
         .selectFrom('contact_tags')
@@ -227,8 +271,44 @@ function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
     // Many changed: an expression no index serves, so the page walks the id order.
     query = query.where(sql<boolean>`(contacts.updated_at || '') > ${marker('updatedAfter')}`)
   }
-  // Which plan is best depends on the time given: planned per call (no generic plan on PostgreSQL).
-  return toTemplate(query.orderBy(position, direction).limit(FETCH_MARKER).compile(), shape.updatedAfter)
+  // Which plan is best depends on the values given: planned per call (no generic plan on PostgreSQL).
+  return toTemplate(query.orderBy(position, direction).limit(FETCH_MARKER).compile(), shape.updatedAfter || shape.q)
+}
+
+/**
+ * Few contacts have a value starting with `q`: their ids come from the contact_terms range (the
+ * cursor applied there too), the other filters are checked on those few, and the page is sorted.
+ * Expressions (`id || ''`, `updated_at || ''`) keep a planner from walking an index instead.
+ */
+function compileFewTermsTemplate(db: Db, shape: ListShape): ListTemplate {
+  let matching = matchingTerms(db).select('contact_terms.contact_id')
+  if (shape.after) {
+    matching = matching.where('contact_terms.contact_id', shape.desc ? '<' : '>', marker('after'))
+  }
+  let query = db
+    .selectFrom('contacts')
+    .select(['contacts.id', 'contacts.body'])
+    .where('contacts.account_id', '=', marker('account'))
+    .where('contacts.id', 'in', matching)
+  if (shape.tag) {
+    query = query.where(({ exists, selectFrom }) =>
+      exists(
+        selectFrom('contact_tags')
+          .select('contact_tags.contact_id')
+          .where('contact_tags.account_id', '=', marker('account'))
+          .where('contact_tags.tag', '=', marker('tag'))
+          .whereRef('contact_tags.contact_id', '=', 'contacts.id'),
+      ),
+    )
+  }
+  if (shape.updatedAfter) {
+    query = query.where(sql<boolean>`(contacts.updated_at || '') > ${marker('updatedAfter')}`)
+  }
+  const compiled = query
+    .orderBy(sql`contacts.id || ''`, shape.desc ? 'desc' : 'asc')
+    .limit(FETCH_MARKER)
+    .compile()
+  return toTemplate(compiled, true)
 }
 
 /**
@@ -299,6 +379,7 @@ async function insertContact(
   const row = toContactRow(accountId, contact)
   await trx.insertInto('contacts').values(row).execute()
   await insertTags(trx, accountId, contact.id, contact.tags)
+  await insertTerms(trx, accountId, contact.id, searchTerms(contact))
   await recordEvent(trx, accountId, 'contact.created', contact, now)
   return { contact, body: row.body }
 }
@@ -339,6 +420,11 @@ async function updateLockedContact(
   if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
     await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
     await insertTags(trx, accountId, id, contact.tags)
+  }
+  const terms = searchTerms(contact)
+  if (terms.join('\n') !== searchTerms(current.contact).join('\n')) {
+    await trx.deleteFrom('contact_terms').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
+    await insertTerms(trx, accountId, id, terms)
   }
   await recordEvent(trx, accountId, 'contact.updated', contact, now)
   return { contact, body: row.body, changed: true }
@@ -523,6 +609,20 @@ async function insertTags(
     await trx
       .insertInto('contact_tags')
       .values(tags.map((tag) => ({ account_id: accountId, tag, contact_id: contactId })))
+      .execute()
+  }
+}
+
+async function insertTerms(
+  trx: Transaction<Database>,
+  accountId: string,
+  contactId: string,
+  terms: string[],
+): Promise<void> {
+  if (terms.length > 0) {
+    await trx
+      .insertInto('contact_terms')
+      .values(terms.map((term) => ({ account_id: accountId, term, contact_id: contactId })))
       .execute()
   }
 }

@@ -19,3 +19,13 @@ export interface ContactTagsTable {
   tag: string
   contact_id: string
 }
+
+/**
+ * One row per distinct value of `ContactsTable.search` (collated by code point on PostgreSQL too),
+ * so a `q` prefix is a range of this index: a rare prefix is found without walking the account.
+ */
+export interface ContactTermsTable {
+  account_id: string
+  term: string
+  contact_id: string
+}

@@ -101,17 +101,26 @@ function sameContent(a: Contact, b: Contact): boolean {
   return JSON.stringify(a) === JSON.stringify(b)
 }
 
+/** How `q` and the values it matches are compared: lower-cased, runs of white space as one space. */
+export function searchForm(text: string): string {
+  return text.toLowerCase().replace(/\s+/g, ' ')
+}
+
+/** The distinct values `q` is a prefix match on: email, names and company (DESIGN §7), in search form. */
+export function searchTerms(contact: Contact): string[] {
+  const searchable = [contact.email, contact.first_name, contact.last_name, contact.company]
+  return [...new Set(searchable.filter((value): value is string => value !== null).map(searchForm))]
+}
+
 /** The stored row: the body is the contact serialized once; the other columns index it. */
 export function toContactRow(accountId: string, contact: Contact): ContactsTable {
-  const searchable = [contact.email, contact.first_name, contact.last_name, contact.company]
   return {
     account_id: accountId,
     id: contact.id,
     email_lower: contact.email?.toLowerCase() ?? null,
     // Each value on its own line, so `LIKE '%\n' || q || '%'` is a prefix match on any of them.
-    search: searchable
-      .filter((value): value is string => value !== null)
-      .map((value) => `\n${value.toLowerCase().replace(/\s+/g, ' ')}`)
+    search: searchTerms(contact)
+      .map((term) => `\n${term}`)
       .join(''),
     created_at: contact.created_at,
     updated_at: contact.updated_at,

@@ -1,7 +1,7 @@
 // The whole database as Kysely sees it, assembled from each feature's table types.
 import type { AccountsTable } from '../accounts/accounts.table.js'
 import type { ApiKeysTable, ApiKeyUsageTable } from '../api-keys/api-keys.table.js'
-import type { ContactsTable, ContactTagsTable } from '../contacts/contacts.table.js'
+import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../contacts/contacts.table.js'
 import type { EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
 import type { MembershipsTable, SessionsTable, UsersTable } from '../users/users.table.js'
@@ -11,6 +11,7 @@ export interface Database {
   api_keys: ApiKeysTable
   contacts: ContactsTable
   contact_tags: ContactTagsTable
+  contact_terms: ContactTermsTable
   events: EventsTable
   users: UsersTable
   memberships: MembershipsTable
