@@ -36,9 +36,11 @@ describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
     const first = await post('dup-1', { email: 'ada@example.com' })
     expectProblem(first, 409, 'contact_exists')
     const again = await post('dup-1', { email: 'ada@example.com' })
-    expect(again.statusCode).toBe(409)
+    // The same problem, naming the request it answers (body and Request-Id header agree).
+    const replayed = expectProblem(again, 409, 'contact_exists')
     expect(again.headers['idempotent-replayed']).toBe('true')
-    expect(again.headers['content-type']).toBe('application/problem+json; charset=utf-8')
+    expect(replayed.request_id).not.toBe(first.json().request_id)
+    expect({ ...replayed, request_id: null }).toEqual({ ...first.json(), request_id: null })
   })
 
   it('the same key with another body → 422 idempotency_key_reused, nothing written', async () => {

@@ -140,7 +140,13 @@ export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>,
         )
       }
       reply.header('idempotent-replayed', 'true')
-      return sendAnswer(reply, { status: existing.status, body: existing.body ?? '', location: existing.location })
+      const body = existing.body ?? ''
+      return sendAnswer(reply, {
+        status: existing.status,
+        // A problem names the request it answers (DESIGN §9): this one, not the first.
+        body: existing.status >= 400 ? JSON.stringify({ ...JSON.parse(body), request_id: request.id }) : body,
+        location: existing.location,
+      })
     }
     throw new AppError('idempotency_key_in_use', 'This Idempotency-Key is contended; retry shortly.', {
       headers: { 'retry-after': '1' },
