@@ -213,6 +213,20 @@ describe('contacts-api keys', () => {
     )
   })
 
+  it('keys revoke with REDIS_URL set but Redis down: the key is revoked, and the lost push is said plainly', async () => {
+    const { file, env } = freshDatabase()
+    const owner = await createAccount(env, 'Owner')
+    const key = (await cliJson(['keys', 'create', '--account', owner.account.id], env)).api_key as { id: string }
+    // Port 1: nothing listens there, so the connection is refused at once.
+    const run = await cli(['keys', 'revoke', key.id], { ...env, REDIS_URL: 'redis://127.0.0.1:1' })
+    expect(run).toEqual({
+      code: 0,
+      out: [`Revoked ${key.id} (Default). The push to running servers failed: they refuse it within 5 seconds.`],
+      err: [],
+    })
+    expect(countRows(file)).toMatchObject({ api_keys: 2, revoked: 1 })
+  }, 15_000)
+
   it('keys list shows redacted keys with their status, never a secret', async () => {
     const { file, env } = freshDatabase()
     const owner = await createAccount(env, 'Owner')

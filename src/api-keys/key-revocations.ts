@@ -10,8 +10,12 @@ const CHANNEL = 'contacts_api_key_revoked'
 export interface KeyRevocations {
   /** True when other instances hear publish(); the verification cache may then live 5 s, not 1 s. */
   readonly shared: boolean
-  /** Drops the key from every instance's cache (this one's included). */
-  publish(keyHash: string): Promise<void>
+  /**
+   * Drops the key from every instance's cache (this one's included). Best effort: false when the
+   * push could not be sent, and then the other instances' cache TTL bounds the delay (DESIGN §5).
+   * The revocation itself is already committed, so a lost push is no reason to fail the request.
+   */
+  publish(keyHash: string): Promise<boolean>
   /** Connects the listening side (before serving). */
   start(): Promise<void>
   close(): Promise<void>
@@ -19,11 +23,18 @@ export interface KeyRevocations {
 
 type OnRevoked = (keyHash: string) => void
 
+const sent = (push: Promise<unknown>): Promise<boolean> =>
+  push.then(
+    () => true,
+    () => false,
+  )
+
 export function localRevocations(onRevoked: OnRevoked): KeyRevocations {
   return {
     shared: false,
     async publish(keyHash) {
       onRevoked(keyHash)
+      return true
     },
     async start() {},
     async close() {},
@@ -40,7 +51,7 @@ export function redisRevocations(redis: Redis, onRevoked: OnRevoked): KeyRevocat
     shared: true,
     async publish(keyHash) {
       onRevoked(keyHash)
-      await redis.publish(CHANNEL, keyHash)
+      return sent(redis.publish(CHANNEL, keyHash))
     },
     async start() {
       await subscriber.subscribe(CHANNEL)
@@ -79,7 +90,7 @@ export function postgresRevocations(url: string, db: Kysely<Database>, onRevoked
     shared: true,
     async publish(keyHash) {
       onRevoked(keyHash)
-      await sql`select pg_notify(${CHANNEL}, ${keyHash})`.execute(db)
+      return sent(sql`select pg_notify(${CHANNEL}, ${keyHash})`.execute(db))
     },
     start: listen,
     async close() {

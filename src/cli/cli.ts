@@ -279,12 +279,18 @@ const COMMANDS: Record<string, CommandSpec> = {
           throw new UsageError(`no API key ${keyId}`)
         }
         const revoked = await revokeApiKey(deps.database.db, key.account_id, key.id, deps.clock.now())
+        // The revocation is committed: a failed push only means servers take up to their cache TTL.
+        let pushed = true
         if (revoked && deps.keyRevocations.shared) {
-          await deps.start()
-          await deps.keyRevocations.publish(revoked.keyHash)
+          pushed = await deps.start().then(
+            () => deps.keyRevocations.publish(revoked.keyHash),
+            () => false,
+          )
         }
         return {
-          text: `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`,
+          text: pushed
+            ? `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`
+            : `Revoked ${key.id} (${key.name}). The push to running servers failed: they refuse it within 5 seconds.`,
           json: { api_key: { ...publicKey(key), status: 'revoked' } },
         }
       }

@@ -1,6 +1,6 @@
 // Settings → "API & Webhooks" under /app/:accountId/settings/api: list, create, revoke, roll keys.
 // Keys issued here are the same keys the API and the CLI accept.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import {
   expireApiKeyAt,
@@ -67,6 +67,13 @@ export async function apiSettingsRoutes(
     return found
   }
 
+  /** The key is revoked already; a lost push only delays other instances by their cache TTL. */
+  async function pushRevocation(request: FastifyRequest, keyId: string, keyHash: string): Promise<void> {
+    if (!(await deps.keyRevocations.publish(keyHash))) {
+      request.log.warn({ keyId }, 'revocation push failed: other instances refuse the key within their cache TTL')
+    }
+  }
+
   app.get('/settings/api', async (request, reply) => {
     const { account } = accountPage(request)
     const now = deps.clock.now()
@@ -125,7 +132,7 @@ export async function apiSettingsRoutes(
     const { account } = accountPage(request)
     const { apiKey, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
     await revokeApiKey(db, account.id, apiKey.id, deps.clock.now())
-    await deps.keyRevocations.publish(keyHash)
+    await pushRevocation(request, apiKey.id, keyHash)
     return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
   })
 
@@ -142,7 +149,7 @@ export async function apiSettingsRoutes(
       await expireApiKeyAt(trx, account.id, old.id, new Date(now.getTime() + duration))
       return issueApiKey(trx, account.id, { name: old.name, scopes: old.scopes, expiresAt: null, now, prefix })
     })
-    await deps.keyRevocations.publish(keyHash)
+    await pushRevocation(request, old.id, keyHash)
     const rolledFrom = (await findKeyOr404(account.id, old.id)).apiKey
     return render(
       request,

@@ -265,6 +265,23 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(page.body).toMatch(/<span class="status revoked">revoked<\/span>/)
     })
 
+    it('a revocation whose push to other instances fails still succeeds (their cache TTL bounds it)', async () => {
+      const { client, accountId } = await signUp(t.app, 'lost-push@example.com')
+      const { key } = await createKey(client, accountId)
+      const keyId = (await me(key)).json().api_key.id
+      const revocations = t.deps.keyRevocations
+      const publish = revocations.publish
+      // As a Redis or PostgreSQL push that fails: this instance's cache is dropped, the send is not.
+      revocations.publish = async (keyHash) => (await publish.call(revocations, keyHash)) && false
+      try {
+        const res = await client.post(`/app/${accountId}/settings/api/keys/${keyId}/revoke`, {})
+        expect(res.statusCode).toBe(303)
+        expect((await me(key)).statusCode).toBe(401)
+      } finally {
+        revocations.publish = publish
+      }
+    })
+
     it('rolls with a 1 h overlap: both keys work, the old one stops after the hour; "now" stops it at once', async () => {
       const { client, accountId } = await signUp(t.app, 'roll@example.com')
       const { key: oldKey } = await createKey(client, accountId)
