@@ -44,7 +44,27 @@ describe.each(testDialects())('API key authentication on %s', (dialect) => {
     ['Unicode look-alike', () => ({ authorization: `Bearer ${valid().slice(0, -1)}\u0430` })],
     ['two keys', () => ({ authorization: `Bearer ${valid()} ${valid()}` })],
     ['a 10 kB header', () => ({ authorization: `Bearer ${'A'.repeat(10_000)}` })],
+    ['a NUL in the key', () => ({ authorization: `Bearer ${valid().slice(0, -1)}\u0000` })],
+    ['a tab inside the key', () => ({ authorization: `Bearer ${valid().slice(0, 20)}\t${valid().slice(20)}` })],
   ]
+
+  it('a malformed key is refused without a database lookup', async () => {
+    const selectFrom = t.db.selectFrom
+    t.db.selectFrom = (() => {
+      throw new Error('a malformed key must not reach the database')
+    }) as typeof selectFrom
+    try {
+      for (const key of ['service_live_short', `service_live_${'A'.repeat(31)}-`, `sk_live_${'A'.repeat(32)}`]) {
+        expectProblem(
+          await t.app.inject({ ...endpoints()[0], headers: { authorization: `Bearer ${key}` } }),
+          401,
+          'invalid_api_key',
+        )
+      }
+    } finally {
+      t.db.selectFrom = selectFrom
+    }
+  })
 
   it.each(badHeaders)('%s → 401 invalid_api_key, the same body on every endpoint', async (_name, headers) => {
     const bodies = new Set<string>()
@@ -52,6 +72,8 @@ describe.each(testDialects())('API key authentication on %s', (dialect) => {
       const res = await t.app.inject({ ...endpoint, headers: headers() })
       const body = expectProblem(res, 401, 'invalid_api_key')
       expect(res.headers['www-authenticate']).toBe('Bearer realm="api"')
+      // The harness turns failed-auth limiting off: no budget, so no RateLimit headers.
+      expect(res.headers.ratelimit).toBeUndefined()
       const { request_id: _ignored, ...rest } = body
       bodies.add(JSON.stringify(rest))
     }
