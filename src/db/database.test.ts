@@ -1,0 +1,32 @@
+// The SQLite connection settings every durability and integrity promise rests on (DESIGN §4).
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { sql } from 'kysely'
+import { afterAll, describe, expect, it } from 'vitest'
+import { openDatabase } from './database.js'
+
+const dir = mkdtempSync(path.join(tmpdir(), 'contacts-db-'))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+describe('SQLite connection', () => {
+  it.each([
+    ['NORMAL', 1],
+    ['FULL', 2],
+  ] as const)(
+    'synchronous=%s: WAL, foreign keys on, a busy timeout, the synchronous level asked for',
+    async (level, code) => {
+      const handle = openDatabase({ kind: 'sqlite', path: path.join(dir, `${level}.sqlite`), synchronous: level })
+      try {
+        const pragma = async (name: string) =>
+          Object.values((await sql.raw<Record<string, unknown>>(`pragma ${name}`).execute(handle.db)).rows[0] ?? {})[0]
+        expect(await pragma('journal_mode')).toBe('wal')
+        expect(await pragma('foreign_keys')).toBe(1)
+        expect(await pragma('synchronous')).toBe(code)
+        expect(await pragma('busy_timeout')).toBe(5000)
+      } finally {
+        await handle.close()
+      }
+    },
+  )
+})
