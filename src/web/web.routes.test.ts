@@ -135,6 +135,19 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       })
       expect(res.statusCode).toBe(303)
       expect(res.headers.location).toBe('/sign-in')
+      // Nor can an API key manage keys: create, revoke and roll change nothing.
+      const keys = () => t.db.selectFrom('api_keys').selectAll().where('account_id', '=', acme.id).execute()
+      const before = await keys()
+      for (const url of ['keys', `keys/${acme.keyId}/revoke`, `keys/${acme.keyId}/roll`]) {
+        const post = await t.app.inject({
+          method: 'POST',
+          url: `/app/${acme.id}/settings/api/${url}`,
+          headers: { authorization: `Bearer ${acme.key}`, 'content-type': 'application/x-www-form-urlencoded' },
+          payload: 'name=Sneaky&scope=full&expires=never&overlap=now',
+        })
+        expect([403, 303]).toContain(post.statusCode)
+      }
+      expect(await keys()).toEqual(before)
     })
 
     it('a bad URL on a web page is a 400 page, not a 500 (cookies are not parsed yet there)', async () => {
