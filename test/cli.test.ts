@@ -213,6 +213,33 @@ describe('contacts-api keys', () => {
     )
   })
 
+  it("keys create and keys revoke are written to the account's audit log, as the command line", async () => {
+    const { file, env } = freshDatabase()
+    const owner = await createAccount(env, 'Owner')
+    const key = (await cliJson(['keys', 'create', '--account', owner.account.id, '--name', 'Audited'], env))
+      .api_key as {
+      id: string
+    }
+    await cliJson(['keys', 'revoke', key.id], env)
+    await cliJson(['keys', 'revoke', key.id], env) // already revoked: no second entry
+    const db = new SQLite(file, { readonly: true })
+    try {
+      const rows = db.prepare('select action, target_id, actor_user_id, ip, detail from audit_log order by id').all()
+      expect(rows).toEqual([
+        {
+          action: 'api_key.created',
+          target_id: key.id,
+          actor_user_id: null,
+          ip: null,
+          detail: JSON.stringify({ name: 'Audited', scopes: ['read', 'write'], expires_at: null }),
+        },
+        { action: 'api_key.revoked', target_id: key.id, actor_user_id: null, ip: null, detail: '{"name":"Audited"}' },
+      ])
+    } finally {
+      db.close()
+    }
+  })
+
   it('keys revoke with REDIS_URL set but Redis down: the key is revoked, and the lost push is said plainly', async () => {
     const { file, env } = freshDatabase()
     const owner = await createAccount(env, 'Owner')

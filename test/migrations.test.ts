@@ -230,8 +230,14 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     const written = await terms()
     expect(written.map((row) => row.term)).toEqual(['ada', 'ada@example.com', 'analytical engines', 'lovelace', 'same'])
 
-    expect(await migrateDown(database)).toEqual(['20261123T120000_contact_terms'])
-    expect(await migrateToLatest(database)).toEqual(['20261123T120000_contact_terms'])
+    // Undo the migrations down to this one (and later ones, whatever they are), then redo them.
+    const undone: string[] = []
+    while (!undone.includes('20261123T120000_contact_terms')) {
+      const [name] = await migrateDown(database)
+      expect(name).toBeDefined()
+      undone.push(name as string)
+    }
+    expect(await migrateToLatest(database)).toEqual(undone.reverse())
     expect(await terms()).toEqual(written)
   })
 
@@ -287,6 +293,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       sessions: ['token_hash'],
       users: ['id'],
       api_keys: ['account_id', 'id'],
+      audit_log: ['account_id', 'id'],
       contacts: ['account_id', 'id'],
       contact_tags: ['account_id', 'tag', 'contact_id'],
       contact_terms: ['account_id', 'term', 'contact_id'],
@@ -300,6 +307,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       sessions: [['user_id']],
       users: [],
       api_keys: [['account_id']],
+      audit_log: [['account_id']],
       contacts: [['account_id']],
       contact_tags: [['account_id', 'contact_id']],
       contact_terms: [['account_id', 'contact_id']],

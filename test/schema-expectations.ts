@@ -8,6 +8,7 @@ export const TABLES = [
   'accounts',
   'api_key_usage',
   'api_keys',
+  'audit_log',
   'contact_tags',
   'contact_terms',
   'contacts',

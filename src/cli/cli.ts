@@ -11,6 +11,7 @@ import {
   listApiKeys,
   revokeApiKey,
 } from '../api-keys/api-keys.store.js'
+import { recordAudit } from '../audit/audit.js'
 import { type Config, ConfigError, loadConfig } from '../config.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps } from '../deps.js'
@@ -224,12 +225,19 @@ const COMMANDS: Record<string, CommandSpec> = {
         if (expiresAt && expiresAt <= deps.clock.now()) {
           throw new UsageError('--expires-at must be in the future')
         }
-        const { apiKey, secret } = await issueApiKey(deps.database.db, accountId, {
-          name,
-          scopes: values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES,
-          expiresAt,
-          now: deps.clock.now(),
-          prefix: deps.config.keyPrefix,
+        const now = deps.clock.now()
+        const { apiKey, secret } = await deps.database.db.transaction().execute(async (trx) => {
+          const issued = await issueApiKey(trx, accountId, {
+            name,
+            scopes: values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES,
+            expiresAt,
+            now,
+            prefix: deps.config.keyPrefix,
+          })
+          const { id, scopes, expires_at } = issued.apiKey
+          const detail = { name, scopes, expires_at }
+          await recordAudit(trx, accountId, { action: 'api_key.created', targetId: id, actor: null, detail }, now)
+          return issued
         })
         return {
           text: `API key ${apiKey.id} (${apiKey.name}, ${apiKey.scopes.join('+')}), shown only this once:\n  ${secret}`,
@@ -278,7 +286,19 @@ const COMMANDS: Record<string, CommandSpec> = {
         if (!key) {
           throw new UsageError(`no API key ${keyId}`)
         }
-        const revoked = await revokeApiKey(deps.database.db, key.account_id, key.id, deps.clock.now())
+        const now = deps.clock.now()
+        const revoked = await deps.database.db.transaction().execute(async (trx) => {
+          if (key.revoked_at === null) {
+            const detail = { name: key.name }
+            await recordAudit(
+              trx,
+              key.account_id,
+              { action: 'api_key.revoked', targetId: key.id, actor: null, detail },
+              now,
+            )
+          }
+          return revokeApiKey(trx, key.account_id, key.id, now)
+        })
         // The revocation is committed: a failed push only means servers take up to their cache TTL.
         let pushed = true
         if (revoked && deps.keyRevocations.shared) {

@@ -1,6 +1,7 @@
 // The whole database as Kysely sees it, assembled from each feature's table types.
 import type { AccountsTable } from '../accounts/accounts.table.js'
 import type { ApiKeysTable, ApiKeyUsageTable } from '../api-keys/api-keys.table.js'
+import type { AuditLogTable } from '../audit/audit.table.js'
 import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../contacts/contacts.table.js'
 import type { EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
@@ -18,4 +19,5 @@ export interface Database {
   sessions: SessionsTable
   api_key_usage: ApiKeyUsageTable
   idempotency_keys: IdempotencyKeysTable
+  audit_log: AuditLogTable
 }

@@ -5,6 +5,7 @@ import { randomBytes } from 'node:crypto'
 export const ID_PREFIXES = {
   account: 'acct',
   apiKey: 'key',
+  auditEntry: 'aud',
   contact: 'con',
   event: 'evt',
   webhookEndpoint: 'we',
@@ -33,6 +34,9 @@ export function newId(kind: IdKind, now = Date.now()): string {
 
 /** The pattern of a well-formed id of this kind (used by route schemas). */
 export const idPattern = (kind: IdKind): string => `^${ID_PREFIXES[kind]}_[0-9A-HJKMNP-TV-Z]{26}$`
+
+/** The length of every id of this kind: the prefix, `_` and the 26 characters of the ULID. */
+export const idLength = (kind: IdKind): number => ID_PREFIXES[kind].length + 27
 
 function incrementRandom(): void {
   for (let i = lastRandom.length - 1; i >= 0; i--) {

@@ -1,6 +1,7 @@
 // Settings → "API & Webhooks" under /app/:accountId/settings/api: list, create, revoke, roll keys.
 // Keys issued here are the same keys the API and the CLI accept.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { Transaction } from 'kysely'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import {
   expireApiKeyAt,
@@ -10,6 +11,8 @@ import {
   listKeyUsage,
   revokeApiKey,
 } from '../api-keys/api-keys.store.js'
+import { type AuditEntry, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit, recordAudit } from '../audit/audit.js'
+import type { Database } from '../db/schema.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import {
@@ -59,12 +62,43 @@ export async function apiSettingsRoutes(
     return { rows, days }
   }
 
+  /** What the settings page shows: keys with their daily requests, and the recent key activity. */
+  async function pageData(accountId: string, now: Date) {
+    const [{ rows, days }, activity] = await Promise.all([keyRows(accountId, now), listAudit(db, accountId, 10)])
+    return { accountId, keys: rows, days, now, activity }
+  }
+
   async function findKeyOr404(accountId: string, keyId: string) {
     const found = await findApiKey(db, accountId, keyId, prefix)
     if (!found) {
       throw new AppError('not_found', 'No such key in this account.')
     }
     return found
+  }
+
+  /**
+   * A change to the account's keys and its audit entry, in one transaction, within the account's
+   * hourly budget of key changes (429 beyond it, nothing changed).
+   */
+  async function changeKeys<T>(
+    request: FastifyRequest,
+    now: Date,
+    change: (trx: Transaction<Database>, now: Date) => Promise<{ result: T; audit: Omit<AuditEntry, 'actor'> }>,
+  ): Promise<T> {
+    const { account, user } = accountPage(request)
+    const wait = await keyChangeRetryAfter(db, account.id, now)
+    if (wait > 0) {
+      throw new AppError(
+        'rate_limited',
+        `This account has made ${KEY_CHANGES_PER_HOUR} key changes in the last hour; try again in ${Math.ceil(wait / 60)} min.`,
+        { headers: { 'retry-after': String(wait) } },
+      )
+    }
+    return db.transaction().execute(async (trx) => {
+      const { result, audit } = await change(trx, now)
+      await recordAudit(trx, account.id, { ...audit, actor: { userId: user.id, ip: request.ip } }, now)
+      return result
+    })
   }
 
   /** The key is revoked already; a lost push only delays other instances by their cache TTL. */
@@ -77,11 +111,9 @@ export async function apiSettingsRoutes(
   app.get('/settings/api', async (request, reply) => {
     const { account } = accountPage(request)
     const now = deps.clock.now()
-    const { rows, days } = await keyRows(account.id, now)
     const notice = NOTICES[(request.query as { notice?: string }).notice ?? '']
-    return render(request, reply, (c) =>
-      apiSettingsPage(c, { accountId: account.id, keys: rows, days, now, ...(notice ? { notice } : {}) }),
-    )
+    const data = await pageData(account.id, now)
+    return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
   })
 
   app.post('/settings/api/keys', async (request, reply) => {
@@ -95,26 +127,27 @@ export async function apiSettingsRoutes(
       !(values.expires in EXPIRY_CHOICES) ||
       !['full', 'read'].includes(values.scope)
     ) {
-      const { rows, days } = await keyRows(account.id, now)
+      const data = await pageData(account.id, now)
       const error =
         name.length === 0 || name.length > 100
           ? 'Give the key a name of 1 to 100 characters.'
           : 'Choose the access and expiry from the lists.'
-      return render(
-        request,
-        reply,
-        (c) =>
-          apiSettingsPage(c, { accountId: account.id, keys: rows, days, now, values: { name: values.name }, error }),
-        400,
-      )
+      return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
     }
     const duration = DURATIONS[values.expires]
-    const { apiKey, secret } = await issueApiKey(db, account.id, {
-      name,
-      scopes: values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES,
-      expiresAt: values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration),
-      now,
-      prefix,
+    const { apiKey, secret } = await changeKeys(request, now, async (trx) => {
+      const issued = await issueApiKey(trx, account.id, {
+        name,
+        scopes: values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES,
+        expiresAt: values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration),
+        now,
+        prefix,
+      })
+      const { id, scopes, expires_at } = issued.apiKey
+      return {
+        result: issued,
+        audit: { action: 'api_key.created', targetId: id, detail: { name, scopes, expires_at } },
+      }
     })
     // Rendered, not redirected to: the secret must never be reachable by a GET.
     return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
@@ -131,7 +164,15 @@ export async function apiSettingsRoutes(
   app.post('/settings/api/keys/:keyId/revoke', async (request, reply) => {
     const { account } = accountPage(request)
     const { apiKey, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    await revokeApiKey(db, account.id, apiKey.id, deps.clock.now())
+    if (apiKey.revoked_at === null) {
+      await changeKeys(request, deps.clock.now(), async (trx, now) => {
+        await revokeApiKey(trx, account.id, apiKey.id, now)
+        return {
+          result: null,
+          audit: { action: 'api_key.revoked', targetId: apiKey.id, detail: { name: apiKey.name } },
+        }
+      })
+    }
     await pushRevocation(request, apiKey.id, keyHash)
     return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
   })
@@ -144,10 +185,18 @@ export async function apiSettingsRoutes(
     if (duration === undefined || old.revoked_at !== null) {
       throw new AppError('not_found', 'This key cannot be rolled.')
     }
-    const now = deps.clock.now()
-    const { apiKey, secret } = await db.transaction().execute(async (trx) => {
-      await expireApiKeyAt(trx, account.id, old.id, new Date(now.getTime() + duration))
-      return issueApiKey(trx, account.id, { name: old.name, scopes: old.scopes, expiresAt: null, now, prefix })
+    const { apiKey, secret } = await changeKeys(request, deps.clock.now(), async (trx, now) => {
+      const oldExpiresAt = new Date(now.getTime() + duration)
+      await expireApiKeyAt(trx, account.id, old.id, oldExpiresAt)
+      const issued = await issueApiKey(trx, account.id, {
+        name: old.name,
+        scopes: old.scopes,
+        expiresAt: null,
+        now,
+        prefix,
+      })
+      const detail = { name: old.name, new_key_id: issued.apiKey.id, old_key_expires_at: oldExpiresAt.toISOString() }
+      return { result: issued, audit: { action: 'api_key.rolled', targetId: old.id, detail } }
     })
     await pushRevocation(request, old.id, keyHash)
     const rolledFrom = (await findKeyOr404(account.id, old.id)).apiKey

@@ -320,6 +320,69 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect((await me(shownKey(now.body) as string)).statusCode).toBe(200)
     })
 
+    it('writes every key change to the audit log, shown on the page, and limits them to 30 an hour', async () => {
+      const { client, accountId } = await signUp(t.app, 'audit@example.com')
+      const { key } = await createKey(client, accountId)
+      const keyId = (await me(key)).json().api_key.id
+      const rolled = await client.post(`/app/${accountId}/settings/api/keys/${keyId}/roll`, { overlap: 'now' })
+      expect(rolled.statusCode).toBe(201)
+      const newKeyId = (await me(shownKey(rolled.body) as string)).json().api_key.id
+      expect((await client.post(`/app/${accountId}/settings/api/keys/${newKeyId}/revoke`, {})).statusCode).toBe(303)
+
+      const user = await t.db
+        .selectFrom('users')
+        .select('id')
+        .where('email_lower', '=', 'audit@example.com')
+        .executeTakeFirstOrThrow()
+      const log = await t.db
+        .selectFrom('audit_log')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .orderBy('id')
+        .execute()
+      expect(log.map(({ action, target_id, actor_user_id, ip }) => ({ action, target_id, actor_user_id, ip }))).toEqual(
+        [
+          { action: 'api_key.created', target_id: keyId, actor_user_id: user.id, ip: '127.0.0.1' },
+          { action: 'api_key.rolled', target_id: keyId, actor_user_id: user.id, ip: '127.0.0.1' },
+          { action: 'api_key.revoked', target_id: newKeyId, actor_user_id: user.id, ip: '127.0.0.1' },
+        ],
+      )
+      expect(JSON.parse(log[1]?.detail ?? '{}')).toMatchObject({ name: 'Production', new_key_id: newKeyId })
+      const page = (await client.get(`/app/${accountId}/settings/api`)).body
+      expect(page).toContain('Recent key activity')
+      expect(page.match(/<td>Key (created|rolled|revoked)<\/td>/g)).toEqual([
+        '<td>Key revoked</td>',
+        '<td>Key rolled</td>',
+        '<td>Key created</td>',
+      ])
+      expect(page).toContain('audit@example.com')
+
+      // 27 more changes make 30 in the hour; the next is refused and changes nothing.
+      for (let i = 0; i < 27; i++) {
+        await createKey(client, accountId, { name: `Key ${i}` })
+      }
+      const keysBefore = await t.db.selectFrom('api_keys').select('id').where('account_id', '=', accountId).execute()
+      const refused = await client.post(`/app/${accountId}/settings/api/keys`, {
+        name: 'One too many',
+        scope: 'full',
+        expires: 'never',
+      })
+      expect(refused.statusCode).toBe(429)
+      expect(Number(refused.headers['retry-after'])).toBeGreaterThan(0)
+      expect(refused.body).toContain('30 key changes in the last hour')
+      const revokeRefused = await client.post(`/app/${accountId}/settings/api/keys/${keyId}/revoke`, {})
+      expect(revokeRefused.statusCode).toBe(429)
+      expect(await t.db.selectFrom('api_keys').select('id').where('account_id', '=', accountId).execute()).toEqual(
+        keysBefore,
+      )
+      expect(
+        await t.db.selectFrom('audit_log').select('id').where('account_id', '=', accountId).execute(),
+      ).toHaveLength(30)
+
+      clock.advance(3600_000)
+      await createKey(client, accountId, { name: 'An hour later' })
+    })
+
     it('shows requests per day for each key over 14 days', async () => {
       const { client, accountId } = await signUp(t.app, 'usage@example.com')
       const { key } = await createKey(client, accountId)

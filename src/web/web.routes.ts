@@ -155,6 +155,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     }
     if (error instanceof AppError && statusOf(error.code) < 500) {
       const status = statusOf(error.code)
+      // e.g. Retry-After on a 429
+      reply.headers(error.options.headers ?? {})
       return render(request, reply, (c) => errorPage(status, titleOf(error.code), error.message, c), status)
     }
     if ((error as { statusCode?: number }).statusCode === 413) {

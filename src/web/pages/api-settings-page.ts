@@ -2,6 +2,7 @@
 // revoke confirmation.
 import type { ApiKey } from '../../api-keys/api-keys.store.js'
 import { keyState } from '../../api-keys/api-keys.store.js'
+import type { AuditAction, AuditRecord } from '../../audit/audit.js'
 import { type Html, html, raw } from '../html.js'
 import { csrfInput, field, layout, type PageContext } from './layout.js'
 
@@ -41,6 +42,12 @@ function usageChart(usage: number[], days: string[]): Html {
   )
 }
 
+const AUDIT_ACTIONS: Record<AuditAction, string> = {
+  'api_key.created': 'Key created',
+  'api_key.rolled': 'Key rolled',
+  'api_key.revoked': 'Key revoked',
+}
+
 export function apiSettingsPage(
   context: PageContext,
   data: {
@@ -48,12 +55,14 @@ export function apiSettingsPage(
     keys: KeyRow[]
     days: string[]
     now: Date
+    activity: AuditRecord[]
     notice?: string
     values?: { name?: string }
     error?: string
   },
 ): Html {
   const { accountId } = data
+  const keyNames = new Map(data.keys.map(({ key }) => [key.id, key.name]))
   return layout(
     'API & Webhooks',
     { ...context, section: 'api' },
@@ -96,6 +105,19 @@ ${csrfInput(context.csrf)}
 <div><label for="f-expires">Expires</label><select id="f-expires" name="expires">${Object.entries(EXPIRY_CHOICES).map(([value, label]) => html`<option value="${value}">${label}</option>`)}</select></div>
 <div class="shrink"><button type="submit">Create key</button></div>
 </div></form></div>
+
+<h2>Recent key activity</h2>
+${
+  data.activity.length === 0
+    ? html`<p class="hint">No key has been issued, rolled or revoked here yet.</p>`
+    : html`<div class="table-wrap"><table class="activity">
+<thead><tr><th>When</th><th>What</th><th>Key</th><th>Who</th><th class="optional">From</th></tr></thead>
+<tbody>${data.activity.map(
+        (entry) => html`<tr><td>${date(entry.at)}</td><td>${AUDIT_ACTIONS[entry.action]}</td>
+<td>${keyNames.get(entry.targetId) ?? entry.targetId}</td><td>${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
+<td class="optional mono">${entry.ip ?? ''}</td></tr>`,
+      )}</tbody></table></div>`
+}
 
 <h2>Webhooks</h2>
 <p class="hint">Webhook endpoints will be managed here. Meanwhile every change is available from <code>GET /api/v1/events</code>.</p>`,

@@ -1,0 +1,104 @@
+// The audit log of sensitive account actions (issuing, rolling and revoking API keys; checklist
+// API6). Each entry is written in the transaction of the action it records, so one never exists
+// without the other. The log also bounds how fast an account can issue and revoke keys.
+import type { Kysely, Transaction } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { newId } from '../lib/ids.js'
+
+export type AuditAction = 'api_key.created' | 'api_key.rolled' | 'api_key.revoked'
+
+export interface AuditEntry {
+  action: AuditAction
+  targetId: string
+  /** A person's user id and address, or null for the command line. */
+  actor: { userId: string; ip: string } | null
+  detail: Record<string, unknown>
+}
+
+export interface AuditRecord {
+  id: string
+  at: string
+  action: AuditAction
+  targetId: string
+  actorUserId: string | null
+  actorEmail: string | null
+  ip: string | null
+  detail: Record<string, unknown>
+}
+
+/** Key changes one account may make through the web application per hour (the CLI is not limited). */
+export const KEY_CHANGES_PER_HOUR = 30
+const HOUR_MS = 3600_000
+
+export async function recordAudit(
+  db: Kysely<Database> | Transaction<Database>,
+  accountId: string,
+  entry: AuditEntry,
+  now: Date,
+): Promise<void> {
+  await db
+    .insertInto('audit_log')
+    .values({
+      account_id: accountId,
+      id: newId('auditEntry', now.getTime()),
+      at: now.toISOString(),
+      actor_user_id: entry.actor?.userId ?? null,
+      action: entry.action,
+      target_id: entry.targetId,
+      detail: JSON.stringify(entry.detail),
+      ip: entry.actor?.ip ?? null,
+    })
+    .execute()
+}
+
+/**
+ * Seconds until the account may change a key again, or 0: the log of the last hour is the budget,
+ * so it is shared by every instance without another store.
+ */
+export async function keyChangeRetryAfter(db: Kysely<Database>, accountId: string, now: Date): Promise<number> {
+  const recent = await db
+    .selectFrom('audit_log')
+    .select('at')
+    .where('account_id', '=', accountId)
+    .where('at', '>', new Date(now.getTime() - HOUR_MS).toISOString())
+    .where('action', 'in', ['api_key.created', 'api_key.rolled', 'api_key.revoked'])
+    .orderBy('at', 'desc')
+    .limit(KEY_CHANGES_PER_HOUR)
+    .execute()
+  const oldest = recent[KEY_CHANGES_PER_HOUR - 1]
+  if (!oldest) {
+    return 0
+  }
+  return Math.max(1, Math.ceil((Date.parse(oldest.at) + HOUR_MS - now.getTime()) / 1000))
+}
+
+/** The account's latest entries, newest first, with the email of the person who acted. */
+export async function listAudit(db: Kysely<Database>, accountId: string, limit: number): Promise<AuditRecord[]> {
+  const rows = await db
+    .selectFrom('audit_log')
+    .leftJoin('users', 'users.id', 'audit_log.actor_user_id')
+    .select([
+      'audit_log.id',
+      'audit_log.at',
+      'audit_log.action',
+      'audit_log.target_id',
+      'audit_log.actor_user_id',
+      'users.email',
+      'audit_log.ip',
+      'audit_log.detail',
+    ])
+    .where('audit_log.account_id', '=', accountId)
+    .orderBy('audit_log.id', 'desc')
+    .limit(limit)
+    .execute()
+  return rows.map((row) => ({
+    id: row.id,
+    at: row.at,
+    action: row.action as AuditAction,
+    targetId: row.target_id,
+    actorUserId: row.actor_user_id,
+    actorEmail: row.email,
+    ip: row.ip,
+    detail: JSON.parse(row.detail) as Record<string, unknown>,
+  }))
+}
