@@ -29,6 +29,8 @@ export class ConfigError extends Error {
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
 export const DEFAULT_SQLITE_PATH = './data/contacts.sqlite'
+/** The largest value of each rate-limit setting (also what GET /me's `limits` can report). */
+export const RATE_LIMIT_MAX = 1_000_000
 
 /** Pure: reads only the given env object. Throws ConfigError listing every problem at once. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -86,9 +88,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
 
   const rateLimit = {
-    perSecond: integer('RATE_LIMIT_PER_SECOND', 100, 0, 1_000_000),
-    burst: integer('RATE_LIMIT_BURST', 200, 0, 1_000_000),
-    authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 0, 1_000_000),
+    perSecond: integer('RATE_LIMIT_PER_SECOND', 100, 0, RATE_LIMIT_MAX),
+    burst: integer('RATE_LIMIT_BURST', 200, 0, RATE_LIMIT_MAX),
+    authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 0, RATE_LIMIT_MAX),
   }
 
   if (problems.length > 0) {

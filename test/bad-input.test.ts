@@ -210,6 +210,48 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
     expect(expectProblem(res, 400, 'invalid_parameter').errors[0].field).toBe('updated_after')
   })
 
+  it('updated_after longer than 256 characters → 400, like the other text filters', async () => {
+    const value = `${'2026-01-01T00:00:00.'.padEnd(255, '0')}Z`
+    expect((await t.inject(acme, { method: 'GET', url: `/api/v1/contacts?updated_after=${value}` })).statusCode).toBe(
+      200,
+    )
+    const res = await t.inject(acme, {
+      method: 'GET',
+      url: `/api/v1/contacts?updated_after=${value.replace('Z', '0Z')}`,
+    })
+    expect(expectProblem(res, 400, 'invalid_parameter').errors[0].field).toBe('updated_after')
+  })
+
+  it.each([
+    ['GET', '/api/v1/me'],
+    ['POST', '/api/v1/contacts'],
+    ['POST', '/api/v1/contacts/upsert'],
+    ['GET', '/api/v1/contacts/{id}'],
+    ['PATCH', '/api/v1/contacts/{id}'],
+    ['DELETE', '/api/v1/contacts/{id}'],
+  ])('an unknown query parameter on %s %s → 400 naming it, nothing written', async (method, path) => {
+    const before = await snapshotAccount(t, acme)
+    const url = `${path.replace('{id}', existingId)}?dry_run=true`
+    const payload = method === 'GET' || method === 'DELETE' ? undefined : { email: 'query@example.com' }
+    const res = await t.inject(acme, { method: method as 'GET', url, ...(payload ? { payload } : {}) })
+    expect(expectProblem(res, 400, 'invalid_parameter').errors).toEqual([
+      { field: 'dry_run', message: 'is not a known field' },
+    ])
+    expect(await snapshotAccount(t, acme)).toEqual(before)
+  })
+
+  it('a problem never echoes more than it documents: detail ≤ 1024 and each field error ≤ 256 characters', async () => {
+    const name = 'k'.repeat(5000)
+    const res = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload: { [name]: 1 } })
+    const body = expectProblem(res, 400, 'invalid_parameter')
+    expect(body.detail).toBe(`${'k'.repeat(1023)}…`)
+    expect(body.errors).toEqual([{ field: `${'k'.repeat(255)}…`, message: 'is not a known field' }])
+    const url = `/api/v1/contacts/%E0%A4%A${'x'.repeat(3000)}`
+    expect(expectProblem(await t.inject(acme, { method: 'GET', url }), 400, 'invalid_request').detail).toHaveLength(
+      1024,
+    )
+  })
+
   it('a badly percent-encoded URL is a 400 problem with a Request-Id', async () => {
     const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts/%E0%A4%A' })
     const body = expectProblem(res, 400, 'invalid_request')

@@ -1,11 +1,36 @@
 // Protocol-level behaviour shared by every route: 404/405, HEAD, CORS, Request-Id, the OpenAPI
 // document and its inventory, health checks, and failures that must not leak internals.
+import { Ajv } from 'ajv'
+import addFormatsModule from 'ajv-formats'
+import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.js'
 import { closeDeps, createDeps } from '../src/deps.js'
 import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness, testConfig } from './harness.js'
 import { expectProblem } from './helpers.js'
+
+// ajv-formats is CommonJS; under NodeNext its default export is the module object.
+const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
+
+interface Operation {
+  operationId: string
+  description?: string
+  tags: string[]
+  responses: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>
+}
+
+/** A contact with every field set, at the limits the schemas document. */
+const full = {
+  email: 'full@example.com',
+  first_name: 'F'.repeat(256),
+  last_name: 'Lovelace',
+  phone: '+441632960961',
+  company: 'Analytical Engines',
+  job_title: 'Countess',
+  tags: Array.from({ length: 50 }, (_, i) => `${i}`.padEnd(64, 't')),
+  custom_fields: Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, i % 2 ? 'v'.repeat(500) : i])),
+}
 
 describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
   let t: TestHarness
@@ -143,6 +168,96 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     const list = doc.paths['/api/v1/contacts'].get.responses['200'].content['application/json'].schema
     expect(JSON.stringify(list)).toContain('next_cursor')
     expect(JSON.stringify(doc)).not.toMatch(/key_hash|account_id"\s*:\s*\{/)
+  })
+
+  it('documents every operation for clients: an operationId, a description, problems as application/problem+json', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    expect(doc.info.contact.url).toBe(t.deps.config.appUrl)
+    expect(doc.servers).toEqual([expect.objectContaining({ url: t.deps.config.apiUrl, 'x-internal': false })])
+    const tags = new Set((doc.tags as Array<{ name: string }>).map((tag) => tag.name))
+    const operationIds: string[] = []
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const where = `${method.toUpperCase()} ${path}`
+        operationIds.push(operation.operationId)
+        expect(operation.operationId, where).toMatch(/^[a-z][A-Za-z]+$/)
+        expect(operation.description, where).toBeTruthy()
+        for (const tag of operation.tags) {
+          expect(tags.has(tag), `${where} tag ${tag}`).toBe(true)
+        }
+        const isApi = path.startsWith('/api/v1/')
+        expect(Object.keys(operation.responses), where).toEqual(
+          expect.arrayContaining(isApi ? ['400', '401', '429', '500', '503'] : ['400', '500']),
+        )
+        for (const [status, response] of Object.entries(operation.responses)) {
+          if (Number(status) >= 400) {
+            // One shape for every problem, under the media type the API sends it with.
+            expect(response.content, `${where} ${status}`).toEqual({
+              'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
+            })
+          }
+          if (isApi && Number(status) < 500) {
+            expect(Object.keys(response.headers ?? {}), `${where} ${status}`).toEqual(
+              expect.arrayContaining(['RateLimit', 'RateLimit-Policy']),
+            )
+          }
+        }
+        if (isApi) {
+          expect(operation.responses['429']?.headers, where).toHaveProperty('Retry-After')
+          expect(operation.responses['401']?.headers, where).toHaveProperty('WWW-Authenticate')
+        }
+      }
+    }
+    expect(new Set(operationIds).size).toBe(operationIds.length)
+    // Nothing is documented as a plain JSON problem any more.
+    expect(JSON.stringify(doc.paths)).not.toMatch(
+      /"application\/json":\{"schema":\{"\$ref":"#\/components\/schemas\/Problem"/,
+    )
+  })
+
+  it('the documented schemas accept what the API actually sends', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    const ajv = new Ajv({ strict: false, validateSchema: false, allErrors: true })
+    addFormats(ajv)
+    ajv.addSchema(doc, 'openapi.json')
+    const pointer = (...parts: string[]) =>
+      parts.map((part) => part.replaceAll('~', '~0').replaceAll('/', '~1')).join('/')
+    const expectDocumented = (res: LightMyRequestResponse, path: string, method: string) => {
+      const status = String(res.statusCode)
+      const [mediaType] = String(res.headers['content-type']).split(';') as [string]
+      const response = doc.paths[path][method].responses[status]
+      expect(response, `${method} ${path} ${status}`).toBeDefined()
+      expect(Object.keys(response.content), `${method} ${path} ${status}`).toEqual([mediaType])
+      const validate = ajv.compile({
+        $ref: `openapi.json#/${pointer('paths', path, method, 'responses', status, 'content', mediaType, 'schema')}`,
+      })
+      expect(validate(res.json()), JSON.stringify(validate.errors)).toBe(true)
+    }
+    const account = await t.createAccount()
+    const created = await t.inject(account, { method: 'POST', url: '/api/v1/contacts', payload: full })
+    expectDocumented(created, '/api/v1/contacts', 'post')
+    await t.inject(account, { method: 'POST', url: '/api/v1/contacts', payload: { email: 'second@example.com' } })
+    const id = created.json().id
+    const sends: Array<[InjectOptions, string, string]> = [
+      [{ method: 'GET', url: '/api/v1/me' }, '/api/v1/me', 'get'],
+      [{ method: 'GET', url: '/api/v1/contacts?limit=1' }, '/api/v1/contacts', 'get'],
+      [{ method: 'GET', url: '/api/v1/events?limit=1' }, '/api/v1/events', 'get'],
+      [{ method: 'GET', url: `/api/v1/contacts/${id}` }, '/api/v1/contacts/{id}', 'get'],
+      [{ method: 'PATCH', url: `/api/v1/contacts/${id}`, payload: { tags: ['b'] } }, '/api/v1/contacts/{id}', 'patch'],
+      [{ method: 'POST', url: '/api/v1/contacts/upsert', payload: full }, '/api/v1/contacts/upsert', 'post'],
+      // Problems: 400 with errors[], 404, 409 with existing_id, 401.
+      [{ method: 'GET', url: '/api/v1/contacts?limit=0' }, '/api/v1/contacts', 'get'],
+      [{ method: 'GET', url: '/api/v1/me?verbose=1' }, '/api/v1/me', 'get'],
+      [{ method: 'GET', url: '/api/v1/contacts/con_unknown' }, '/api/v1/contacts/{id}', 'get'],
+      [{ method: 'POST', url: '/api/v1/contacts', payload: { email: full.email } }, '/api/v1/contacts', 'post'],
+      [{ method: 'GET', url: '/api/v1/contacts/%E0%A4%A' }, '/api/v1/contacts/{id}', 'get'],
+    ]
+    for (const [request, path, method] of sends) {
+      expectDocumented(await t.inject(account, request), path, method)
+    }
+    expectDocumented(await t.inject(null, { method: 'GET', url: '/api/v1/me' }), '/api/v1/me', 'get')
+    expectDocumented(await t.app.inject({ method: 'GET', url: '/healthz' }), '/healthz', 'get')
+    expectDocumented(await t.app.inject({ method: 'GET', url: '/readyz?%00' }), '/readyz', 'get')
   })
 
   it('serves the reference page at /docs and the error catalogue at /docs/errors', async () => {

@@ -2,31 +2,37 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { CUSTOM_FIELDS_MAX } from '../contacts/contacts.schemas.js'
+import { FULL_SCOPES } from '../api-keys/api-key.js'
+import { RATE_LIMIT_MAX } from '../config.js'
+import { CUSTOM_FIELDS_MAX, STRING_MAX } from '../contacts/contacts.schemas.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
-import { ProblemSchema } from '../http/errors.js'
 import { PAGE_SIZE_MAX } from '../http/pagination.js'
-import { Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { apiProblems, jsonResponse, NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+
+const Limit = (minimum: number, maximum: number) => Type.Integer({ format: 'int32', minimum, maximum })
 
 export const AccountSchema = Type.Object(
   {
     object: Type.Literal('account'),
     id: PrefixedId('account'),
-    name: Type.String(),
+    // Account and key names are 1-256 characters wherever they are made (web app, CLI).
+    name: Type.String({ maxLength: STRING_MAX }),
     created_at: Timestamp,
     api_key: Type.Object({
       id: PrefixedId('apiKey'),
-      name: Type.String(),
-      scopes: Type.Array(Type.Union([Type.Literal('read'), Type.Literal('write')])),
+      name: Type.String({ maxLength: STRING_MAX }),
+      scopes: Type.Array(Type.Union([Type.Literal('read'), Type.Literal('write')]), {
+        maxItems: FULL_SCOPES.length,
+      }),
       created_at: Timestamp,
       expires_at: Nullable(Timestamp),
     }),
     limits: Type.Object({
-      requests_per_second: Type.Integer(),
-      burst: Type.Integer(),
-      page_size_max: Type.Integer(),
-      custom_fields_max: Type.Integer(),
+      requests_per_second: Limit(0, RATE_LIMIT_MAX),
+      burst: Limit(0, RATE_LIMIT_MAX),
+      page_size_max: Limit(1, PAGE_SIZE_MAX),
+      custom_fields_max: Limit(1, CUSTOM_FIELDS_MAX),
     }),
   },
   { $id: 'Account', additionalProperties: false },
@@ -43,9 +49,11 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '/me',
     {
       schema: {
+        operationId: 'getAccount',
         summary: 'The account of this API key',
         description: 'Verifies the key: 200 with its account, 401 for any key that is not valid.',
-        response: { 200: AccountSchema, 401: ProblemSchema },
+        querystring: NoQuery,
+        response: { 200: jsonResponse(AccountSchema, 'The account, the key and its limits.'), ...apiProblems() },
       },
     },
     async (request) => {

@@ -1,13 +1,12 @@
 // /api/v1/contacts: create, upsert, get, update, delete, list.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
-import { AppError, ProblemSchema } from '../http/errors.js'
-import { PageEnvelope, sendPage } from '../http/pagination.js'
+import { AppError } from '../http/errors.js'
+import { sendPage } from '../http/pagination.js'
 import { sendRawJson } from '../http/replies.js'
-import { IdParams } from '../http/schemas.js'
+import { apiProblems, emptyResponse, IdParams, jsonResponse, ListEnvelope, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
@@ -20,7 +19,6 @@ import {
   upsertContact,
 } from './contacts.store.js'
 
-const errors = (...statuses: number[]) => Object.fromEntries(statuses.map((s) => [s, ProblemSchema]))
 const notFound = () => new AppError('not_found', 'No contact with this id exists in this account.')
 
 export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
@@ -38,10 +36,14 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '',
     {
       schema: {
+        operationId: 'listContacts',
         summary: 'List contacts',
         description: 'One page at a time, in creation order; pass next_cursor back as `after`.',
         querystring: ListContactsQuery,
-        response: { 200: PageEnvelope('contacts', ContactSchema), ...errors(400, 401) },
+        response: {
+          200: jsonResponse(ListEnvelope('contacts', ContactSchema), 'A page of contacts.'),
+          ...apiProblems('invalid_cursor'),
+        },
       },
     },
     async (request, reply) => {
@@ -57,9 +59,23 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '',
     {
       schema: {
+        operationId: 'createContact',
         summary: 'Create a contact',
+        description:
+          '201 with the contact and its `Location`; an email already used in this account is 409 `contact_exists` with `existing_id`. With an `Idempotency-Key`, a retry replays the first response.',
+        querystring: NoQuery,
         body: ContactInputSchema,
-        response: { 201: ContactSchema, ...errors(400, 401, 403, 409, 413, 415) },
+        response: {
+          201: jsonResponse(ContactSchema, 'The contact, created.'),
+          ...apiProblems(
+            'insufficient_scope',
+            'contact_exists',
+            'idempotency_key_in_use',
+            'idempotency_key_reused',
+            'payload_too_large',
+            'unsupported_media_type',
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -79,10 +95,22 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '/upsert',
     {
       schema: {
+        operationId: 'upsertContact',
         summary: 'Create or update a contact by email',
         description: '201 when created, 200 when the contact with this email was updated (merge semantics).',
+        querystring: NoQuery,
         body: UpsertContactSchema,
-        response: { 200: ContactSchema, 201: ContactSchema, ...errors(400, 401, 403, 413, 415) },
+        response: {
+          200: jsonResponse(ContactSchema, 'The contact with this email, updated.'),
+          201: jsonResponse(ContactSchema, 'The contact, created.'),
+          ...apiProblems(
+            'insufficient_scope',
+            'idempotency_key_in_use',
+            'idempotency_key_reused',
+            'payload_too_large',
+            'unsupported_media_type',
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -102,9 +130,12 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '/:id',
     {
       schema: {
+        operationId: 'getContact',
         summary: 'Get a contact',
+        description: 'A contact of this account; any other id, well-formed or not, is 404.',
         params: IdParams,
-        response: { 200: ContactSchema, ...errors(401, 404) },
+        querystring: NoQuery,
+        response: { 200: jsonResponse(ContactSchema, 'The contact.'), ...apiProblems('not_found') },
       },
     },
     async (request, reply) => {
@@ -120,12 +151,23 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '/:id',
     {
       schema: {
+        operationId: 'updateContact',
         summary: 'Update a contact',
         description:
           'Merge semantics: an absent field is unchanged, null clears it; custom_fields merge per key and a null value deletes the key.',
         params: IdParams,
+        querystring: NoQuery,
         body: ContactInputSchema,
-        response: { 200: ContactSchema, ...errors(400, 401, 403, 404, 409, 413, 415) },
+        response: {
+          200: jsonResponse(ContactSchema, 'The contact, updated (unchanged when nothing changed).'),
+          ...apiProblems(
+            'insufficient_scope',
+            'not_found',
+            'contact_exists',
+            'payload_too_large',
+            'unsupported_media_type',
+          ),
+        },
       },
     },
     async (request, reply) => {
@@ -141,9 +183,12 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     '/:id',
     {
       schema: {
+        operationId: 'deleteContact',
         summary: 'Delete a contact',
+        description: 'Deletes the contact and records a `contact.deleted` event; another id is 404.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...errors(401, 403, 404) },
+        querystring: NoQuery,
+        response: { 204: emptyResponse('Deleted.'), ...apiProblems('insufficient_scope', 'not_found') },
       },
     },
     async (request, reply) => {

@@ -1,34 +1,38 @@
 // The contact's shapes: one TypeBox source for validation, types and the OpenAPI document.
 import { type Static, Type } from '@sinclair/typebox'
-import { PageQuery } from '../http/pagination.js'
-import { Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { ListQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 export const STRING_MAX = 256
 export const TAGS_MAX = 50
+export const TAG_MAX = 64
 export const CUSTOM_FIELDS_MAX = 50
 export const CUSTOM_VALUE_MAX = 500
 // __proto__ matches the characters but would set the object's prototype instead of a field.
 export const CUSTOM_FIELD_KEY = '^(?!__proto__$)[A-Za-z0-9_]{1,40}$'
 
 const Text = Type.String({ minLength: 1, maxLength: STRING_MAX })
-const Tags = Type.Array(Type.String({ minLength: 1, maxLength: 64 }), {
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: TAG_MAX }), {
   maxItems: TAGS_MAX,
-  description: `Up to ${TAGS_MAX} tags, 1-64 characters each; duplicates are dropped.`,
+  description: `Up to ${TAGS_MAX} tags, 1-${TAG_MAX} characters each; duplicates are dropped.`,
 })
 const CustomValue = Type.Union([Type.String({ maxLength: CUSTOM_VALUE_MAX }), Type.Number(), Type.Boolean()])
+
+// What is stored went through the input schemas below (API, web app and CSV import alike), so the
+// same limits hold for the contact a response carries.
+const StoredText = Nullable(Type.String({ maxLength: STRING_MAX }))
 
 export const ContactSchema = Type.Object(
   {
     object: Type.Literal('contact'),
     id: PrefixedId('contact'),
-    email: Nullable(Type.String()),
-    first_name: Nullable(Type.String()),
-    last_name: Nullable(Type.String()),
-    phone: Nullable(Type.String({ description: 'E.164' })),
-    company: Nullable(Type.String()),
-    job_title: Nullable(Type.String()),
-    tags: Type.Array(Type.String()),
-    custom_fields: Type.Record(Type.String(), CustomValue),
+    email: StoredText,
+    first_name: StoredText,
+    last_name: StoredText,
+    phone: Nullable(Type.String({ maxLength: STRING_MAX, description: 'E.164' })),
+    company: StoredText,
+    job_title: StoredText,
+    tags: Type.Array(Type.String({ maxLength: TAG_MAX }), { maxItems: TAGS_MAX }),
+    custom_fields: Type.Record(Type.String(), CustomValue, { maxProperties: CUSTOM_FIELDS_MAX }),
     created_at: Timestamp,
     updated_at: Timestamp,
   },
@@ -72,9 +76,9 @@ export const UpsertContactSchema = Type.Object(
 
 export const ListContactsQuery = Type.Object(
   {
-    ...PageQuery,
+    ...ListQuery,
     email: Type.Optional(Type.String({ minLength: 1, maxLength: STRING_MAX, description: 'Exact, case-insensitive.' })),
-    tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    tag: Type.Optional(Type.String({ minLength: 1, maxLength: TAG_MAX })),
     q: Type.Optional(
       Type.String({
         minLength: 1,
@@ -82,7 +86,7 @@ export const ListContactsQuery = Type.Object(
         description: 'Prefix of the email, a name or the company; case-insensitive.',
       }),
     ),
-    updated_after: Type.Optional(Type.String({ format: 'date-time' })),
+    updated_after: Type.Optional(Type.String({ format: 'date-time', maxLength: STRING_MAX })),
     order: Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
       default: 'asc',
       description: 'By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc.',

@@ -4,14 +4,14 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { type Static, Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
-import { ProblemSchema } from '../http/errors.js'
-import { PageEnvelope, PageQuery, sendPage } from '../http/pagination.js'
+import { sendPage } from '../http/pagination.js'
+import { apiProblems, jsonResponse, ListEnvelope, ListQuery } from '../http/schemas.js'
 import { EVENT_TYPES, EventSchema } from './events.js'
 import { listEventRows } from './events.store.js'
 
 const ListEventsQuery = Type.Object(
   {
-    ...PageQuery,
+    ...ListQuery,
     type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))),
   },
   { additionalProperties: false },
@@ -23,10 +23,14 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
     '',
     {
       schema: {
+        operationId: 'listEvents',
         summary: 'List events',
         description: 'Every contact change, oldest first.',
         querystring: ListEventsQuery,
-        response: { 200: PageEnvelope('events', EventSchema), 400: ProblemSchema, 401: ProblemSchema },
+        response: {
+          200: jsonResponse(ListEnvelope('events', EventSchema), 'A page of events.'),
+          ...apiProblems('invalid_cursor'),
+        },
       },
     },
     async (request, reply) => {

@@ -25,6 +25,7 @@ const READ_METHODS = new Set(['GET', 'HEAD'])
  * Adds the hook to a plugin scope. Every failure (no header, another scheme, malformed,
  * unknown, revoked, expired) gets the same body, so a caller learns nothing about which; an IP
  * that keeps failing gets 429 instead. An authenticated request spends its account's budget.
+ * Either way the response carries the RateLimit headers of the budget it spent.
  */
 export function requireApiKey(
   scope: FastifyInstance,
@@ -35,7 +36,8 @@ export function requireApiKey(
     const parsed = parseAuthorization(request.headers.authorization, pattern)
     const found = parsed.ok ? await deps.keyVerifier.verify(parsed.key) : undefined
     if (!found) {
-      const wait = await deps.rateLimiter.failedAuthLimited(request.ip)
+      // The IP's failed-auth budget goes in the RateLimit headers of the 401 (or 429) itself.
+      const wait = await deps.rateLimiter.failedAuthLimited(request.ip, reply)
       if (wait > 0) {
         const retryAfter = String(wait)
         throw new AppError(

@@ -3,6 +3,7 @@
 
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { idLength, idPattern } from '../lib/ids.js'
 
 const CATALOGUE = {
   invalid_api_key: { status: 401, title: 'Invalid API key' },
@@ -51,27 +52,57 @@ export class AppError extends Error {
 export const invalidParameter = (field: string, message: string): AppError =>
   new AppError('invalid_parameter', `${field} ${message}`, { errors: [{ field, message }] })
 
+// A problem echoes what the client sent (an unknown field's name, the URL): detail and each field
+// error are clipped, so a 1 MiB body key does not come back as a 1 MiB problem and the
+// document's maxLength holds. Ajv stops at the first error, the contact rules report a few.
+const PROBLEM_DETAIL_MAX = 1024
+const FIELD_ERROR_TEXT_MAX = 256
+const FIELD_ERRORS_MAX = 20
+
+const longest = (texts: string[]): number => Math.max(...texts.map((text) => text.length))
+const TYPE_PREFIX = '/docs/errors#'
+
+export const PROBLEM_SCHEMA_ID = 'Problem'
 export const ProblemSchema = Type.Object(
   {
-    type: Type.String({ examples: ['/docs/errors#invalid_parameter'] }),
-    title: Type.String(),
-    status: Type.Integer(),
-    detail: Type.String(),
+    type: Type.String({
+      maxLength: TYPE_PREFIX.length + longest(ERROR_CODES),
+      examples: [`${TYPE_PREFIX}invalid_parameter`],
+    }),
+    title: Type.String({ maxLength: longest(ERROR_CODES.map(titleOf)) }),
+    status: Type.Integer({ format: 'int32', minimum: 400, maximum: 599 }),
+    detail: Type.String({ maxLength: PROBLEM_DETAIL_MAX }),
     code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c))),
-    request_id: Type.String(),
-    errors: Type.Optional(Type.Array(Type.Object({ field: Type.String(), message: Type.String() }))),
-    existing_id: Type.Optional(Type.String()),
+    request_id: Type.String({ pattern: idPattern('request'), maxLength: idLength('request') }),
+    errors: Type.Optional(
+      Type.Array(
+        Type.Object({
+          field: Type.String({ maxLength: FIELD_ERROR_TEXT_MAX }),
+          message: Type.String({ maxLength: FIELD_ERROR_TEXT_MAX }),
+        }),
+        { maxItems: FIELD_ERRORS_MAX },
+      ),
+    ),
+    existing_id: Type.Optional(
+      Type.String({
+        pattern: idPattern('contact'),
+        maxLength: idLength('contact'),
+        description: 'contact_exists: the id of the contact that has this email.',
+      }),
+    ),
   },
-  { $id: 'Problem', description: 'RFC 9457 problem details' },
+  { $id: PROBLEM_SCHEMA_ID, description: 'RFC 9457 problem details' },
 )
 export type Problem = Static<typeof ProblemSchema>
 
+const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
+
 export function problemBody(code: ErrorCode, detail: string, requestId: string, extra: object = {}): Problem {
   return {
-    type: `/docs/errors#${code}`,
+    type: `${TYPE_PREFIX}${code}`,
     title: titleOf(code),
     status: statusOf(code),
-    detail,
+    detail: clip(detail, PROBLEM_DETAIL_MAX),
     code,
     request_id: requestId,
     ...extra,
@@ -81,7 +112,14 @@ export function problemBody(code: ErrorCode, detail: string, requestId: string, 
 export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
   const { errors, headers, extensions } = error.options
   const body = problemBody(error.code, error.message, String(reply.request.id), {
-    ...(errors ? { errors } : {}),
+    ...(errors
+      ? {
+          errors: errors.slice(0, FIELD_ERRORS_MAX).map(({ field, message }) => ({
+            field: clip(field, FIELD_ERROR_TEXT_MAX),
+            message: clip(message, FIELD_ERROR_TEXT_MAX),
+          })),
+        }
+      : {}),
     ...extensions,
   })
   if (headers) {
@@ -180,6 +218,9 @@ export function toAppError(error: FastifyError | Error): AppError | undefined {
 }
 
 export function installErrorHandlers(app: FastifyInstance): void {
+  // Shared, so every route's problem responses refer to one schema (one `Problem` component in
+  // the OpenAPI document); registered before the routes, which reference it by its $id.
+  app.addSchema(ProblemSchema)
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error)
     if (appError) {

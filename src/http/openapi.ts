@@ -4,8 +4,34 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { ERROR_CODES, statusOf, titleOf } from './errors.js'
+import { operationsProblems } from './schemas.js'
+
+// The probes' routes (observability/health.ts) declare what they answer when all is well; their
+// documentation adds what every route can answer, and says what each probe checks.
+const PROBES: Record<
+  string,
+  { operationId: string; description: string; problems: ReturnType<typeof operationsProblems> }
+> = {
+  '/healthz': {
+    operationId: 'getLiveness',
+    description: 'Liveness: 200 while the process answers. Needs no key and checks nothing else.',
+    problems: operationsProblems(),
+  },
+  '/readyz': {
+    operationId: 'getReadiness',
+    description:
+      'Readiness: 200 when the database is reachable and its migrations are applied, else 503. Needs no key.',
+    problems: operationsProblems('service_unavailable'),
+  },
+}
 
 export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  const server = {
+    url: config.apiUrl,
+    description: 'This deployment (API_URL): the production API, or a local one in development.',
+    // Its audience (OWASP API9): every documented path is public, meant for clients outside.
+    'x-internal': false,
+  }
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -15,8 +41,13 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         description:
           'Multi-tenant contacts API. Every request acts for the account of its bearer API key. ' +
           'Lists use opaque cursors: pass `next_cursor` back as `after`. Errors are RFC 9457 problem details.',
+        contact: { name: 'Contacts API', url: config.appUrl },
       },
-      servers: [{ url: config.apiUrl }],
+      servers: [server],
+      tags: [
+        { name: 'api', description: 'The public API: every operation needs a bearer API key.' },
+        { name: 'operations', description: 'Health probes for load balancers and orchestrators; no key.' },
+      ],
       components: {
         securitySchemes: {
           apiKey: {
@@ -27,6 +58,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         },
       },
     },
+    // Shared schemas are components named by their $id (`Problem`), not `def-0`.
+    refResolver: {
+      buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
+    },
     // Only the public API and operations routes belong in the document.
     hideUntagged: false,
     transform: ({ schema, url }) => {
@@ -36,7 +71,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         // The web application's pages are not part of the API.
         return { schema: { ...schema, hide: true }, url }
       }
-      return { schema: { ...schema, ...(isApi ? { security: [{ apiKey: [] }], tags: ['api'] } : {}) }, url }
+      if (isApi) {
+        return { schema: { ...schema, security: [{ apiKey: [] }], tags: ['api'] }, url }
+      }
+      const probe = PROBES[url]
+      if (!probe) {
+        return { schema, url }
+      }
+      const { problems, ...operation } = probe
+      return { schema: { ...schema, ...operation, response: { ...(schema.response as object), ...problems } }, url }
     },
   })
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } })

@@ -47,12 +47,20 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
     const bad = { authorization: `Bearer service_live_${'Z'.repeat(32)}` }
     const from = (remoteAddress: string) => ({ method: 'GET' as const, url: '/api/v1/me', headers: bad, remoteAddress })
     for (let i = 0; i < 3; i++) {
-      expectProblem(await t.app.inject(from('198.51.100.7')), 401, 'invalid_api_key')
+      const failed = await t.app.inject(from('198.51.100.7'))
+      expectProblem(failed, 401, 'invalid_api_key')
+      // The 401 reports the IP's failed-auth budget (3 a minute, one back every 20 s).
+      expect(failed.headers['ratelimit-policy']).toBe('"failed_auth";q=3;w=60')
+      expect(failed.headers.ratelimit).toBe(`"failed_auth";r=${2 - i};t=${20 * (i + 1)}`)
     }
     const limited = await t.app.inject(from('198.51.100.7'))
     expectProblem(limited, 429, 'rate_limited')
     expect(Number(limited.headers['retry-after'])).toBeGreaterThan(0)
-    expectProblem(await t.app.inject(from('198.51.100.8')), 401, 'invalid_api_key')
+    expect(limited.headers['ratelimit-policy']).toBe('"failed_auth";q=3;w=60')
+    expect(limited.headers.ratelimit).toBe(`"failed_auth";r=0;t=${limited.headers['retry-after']}`)
+    const elsewhere = await t.app.inject(from('198.51.100.8'))
+    expectProblem(elsewhere, 401, 'invalid_api_key')
+    expect(elsewhere.headers.ratelimit).toBe('"failed_auth";r=2;t=20')
     const valid = await t.app.inject({
       method: 'GET',
       url: '/api/v1/me',
@@ -60,6 +68,8 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
       remoteAddress: '198.51.100.7',
     })
     expect(valid.statusCode).toBe(200)
+    // An authenticated request reports its account's budget, not the IP's failures.
+    expect(valid.headers['ratelimit-policy']).toBe('"account";q=5;w=1')
     clock.advance(60_000)
   })
 

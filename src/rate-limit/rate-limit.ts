@@ -4,14 +4,36 @@ import type { FastifyReply } from 'fastify'
 import { AppError } from '../http/errors.js'
 import type { BucketPolicy, TakeResult, TokenBuckets } from './token-bucket.js'
 
+const FAILED_AUTH_WINDOW_S = 60
+
 /** Failed authentications per IP: `perMinute` at once, refilled evenly over the minute. */
-export const failedAuthPolicy = (perMinute: number): BucketPolicy => ({ rate: perMinute / 60, burst: perMinute })
+export const failedAuthPolicy = (perMinute: number): BucketPolicy => ({
+  rate: perMinute / FAILED_AUTH_WINDOW_S,
+  burst: perMinute,
+})
+
+/**
+ * The longest Retry-After a rate limit sends: a failed-auth bucket (≥ 1 a minute) earns a token
+ * back within the minute, an account's (≥ 1 a second, RATE_LIMIT_PER_SECOND) within a second.
+ */
+export const RETRY_AFTER_MAX_S = FAILED_AUTH_WINDOW_S
+
+/** The draft's RateLimit-Policy for a token bucket: q = the burst, w = seconds to refill it. */
+const policyHeader = (name: string, policy: BucketPolicy): string =>
+  `"${name}";q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / Math.max(policy.rate, 1e-9)))}`
+
+/** RateLimit: what is left of the budget and when it is full again (when the next token comes, once spent). */
+const rateLimitHeader = (name: string, taken: TakeResult): string =>
+  `"${name}";r=${taken.remaining};t=${taken.allowed ? taken.reset : taken.retryAfter}`
 
 export interface RateLimiter {
   /** Spends one request of the account's budget; throws rate_limited when it is spent. */
   takeAccount(accountId: string, reply: FastifyReply): Promise<void>
-  /** Records a failed authentication; seconds to wait when the IP has used up its failures, else 0. */
-  failedAuthLimited(ip: string): Promise<number>
+  /**
+   * Records a failed authentication and sends the IP's failed-auth budget in the RateLimit
+   * headers; seconds to wait when the IP has used up its failures, else 0.
+   */
+  failedAuthLimited(ip: string, reply: FastifyReply): Promise<number>
 }
 
 export function createRateLimiter(
@@ -22,8 +44,9 @@ export function createRateLimiter(
   onReject: (kind: 'account' | 'failed_auth') => void,
 ): RateLimiter {
   const enabled = policy.rate > 0 && policy.burst > 0
-  // q = the burst, w = seconds to refill it: the draft's quota/window for a token bucket.
-  const policyHeader = `"account";q=${policy.burst};w=${Math.max(1, Math.ceil(policy.burst / Math.max(policy.rate, 1e-9)))}`
+  const accountPolicy = policyHeader('account', policy)
+  const authPolicy = failedAuthPolicy(authFailuresPerMinute)
+  const authPolicyHeader = policyHeader('failed_auth', authPolicy)
 
   // Fail open: when the shared store is down the API keeps serving (and the error is logged),
   // because refusing every request would turn a Redis outage into a full outage.
@@ -45,8 +68,8 @@ export function createRateLimiter(
       if (!taken) {
         return
       }
-      reply.header('ratelimit-policy', policyHeader)
-      reply.header('ratelimit', `"account";r=${taken.remaining};t=${taken.allowed ? taken.reset : taken.retryAfter}`)
+      reply.header('ratelimit-policy', accountPolicy)
+      reply.header('ratelimit', rateLimitHeader('account', taken))
       if (!taken.allowed) {
         onReject('account')
         throw new AppError(
@@ -56,12 +79,17 @@ export function createRateLimiter(
         )
       }
     },
-    async failedAuthLimited(ip) {
+    async failedAuthLimited(ip, reply) {
       if (authFailuresPerMinute <= 0) {
         return 0
       }
-      const taken = await safeTake(`ip:${ip}`, failedAuthPolicy(authFailuresPerMinute))
-      if (taken && !taken.allowed) {
+      const taken = await safeTake(`ip:${ip}`, authPolicy)
+      if (!taken) {
+        return 0
+      }
+      reply.header('ratelimit-policy', authPolicyHeader)
+      reply.header('ratelimit', rateLimitHeader('failed_auth', taken))
+      if (!taken.allowed) {
         onReject('failed_auth')
         return taken.retryAfter
       }
