@@ -3,6 +3,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import { accountsRoutes } from './accounts/accounts.routes.js'
+import type { Config } from './config.js'
 import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
@@ -17,6 +18,16 @@ import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactKeys } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { webRoutes } from './web/web.routes.js'
+
+/** Fastify's form of TRUST_PROXY: a hop count becomes "the nearest n hops" (proxy-addr's own reading of a number). */
+function trustProxyOption(
+  trust: Config['trustProxy'],
+): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (trust === false) {
+    return false
+  }
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : [...trust]
+}
 
 export async function buildApp(
   deps: Deps,
@@ -37,6 +48,8 @@ export async function buildApp(
     return503OnClosing: false,
     // Long enough that a long or garbled id reaches the route and gets its 404.
     routerOptions: { maxParamLength: 500 },
+    // request.ip from X-Forwarded-For only when the hop that sent it is trusted (TRUST_PROXY).
+    trustProxy: trustProxyOption(deps.config.trustProxy),
     // Errors Fastify raises before routing (a badly encoded URL) get the same problem body.
     frameworkErrors: (error, request, reply) => {
       reply.header('request-id', request.id)

@@ -1,4 +1,5 @@
 // Configuration: parsed once from the environment, validated, frozen. Nothing else reads process.env.
+import { isIP } from 'node:net'
 import path from 'node:path'
 
 export type DatabaseConfig =
@@ -19,6 +20,11 @@ export interface Config {
   readonly redisUrl: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
   readonly rateLimit: { readonly perSecond: number; readonly burst: number; readonly authFailuresPerMinute: number }
+  /**
+   * Which proxies' X-Forwarded-For to believe for the client address (per-IP limits, audit log):
+   * none (false), the nearest n hops, or these addresses / CIDR ranges.
+   */
+  readonly trustProxy: false | number | readonly string[]
 }
 
 export class ConfigError extends Error {
@@ -93,6 +99,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 0, RATE_LIMIT_MAX),
   }
 
+  const trustProxy = parseTrustProxy(env.TRUST_PROXY, problems)
+
   if (problems.length > 0) {
     throw new ConfigError(problems)
   }
@@ -107,7 +115,32 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     redisUrl: env.REDIS_URL || undefined,
     logLevel,
     rateLimit: Object.freeze(rateLimit),
+    trustProxy,
   })
+}
+
+/** `TRUST_PROXY`: unset (trust no proxy), a hop count (`1` behind one load balancer), or addresses and CIDR ranges. */
+function parseTrustProxy(raw: string | undefined, problems: string[]): Config['trustProxy'] {
+  if (raw === undefined || raw.trim() === '') {
+    return false
+  }
+  if (/^\d+$/.test(raw.trim())) {
+    return Number(raw.trim())
+  }
+  const entries = raw.split(',').map((entry) => entry.trim())
+  const bad = entries.filter((entry) => {
+    const [address = '', bits, ...rest] = entry.split('/')
+    const family = isIP(address)
+    const maxBits = family === 6 ? 128 : 32
+    return family === 0 || rest.length > 0 || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= maxBits))
+  })
+  if (bad.length > 0) {
+    problems.push(
+      `TRUST_PROXY must be a hop count or comma-separated IP addresses / CIDR ranges (bad: ${bad.join(', ')})`,
+    )
+    return false
+  }
+  return Object.freeze(entries)
 }
 
 function parseDatabaseUrl(

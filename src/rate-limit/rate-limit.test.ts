@@ -4,6 +4,7 @@ import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { expectProblem } from '../../test/helpers.js'
 import { buildApp } from '../app.js'
+import { createContact } from '../contacts/contacts.store.js'
 import { manualClock } from '../lib/clock.js'
 
 describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) => {
@@ -70,6 +71,74 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
     expect(valid.statusCode).toBe(200)
     // An authenticated request reports its account's budget, not the IP's failures.
     expect(valid.headers['ratelimit-policy']).toBe('"account";q=5;w=1')
+    clock.advance(60_000)
+  })
+
+  it('a scraper walking every page with one key hits 429 with Retry-After, and resumes with the same cursor', async () => {
+    const scraper = await t.createAccount('Scraper')
+    // Seeded through the store, so the seeding spends none of the budget.
+    for (let i = 0; i < 8; i++) {
+      await createContact(t.db, scraper.id, { first_name: `Row ${i}` }, clock.now().toISOString())
+    }
+    const statuses: number[] = []
+    let after: string | undefined
+    let limited: Awaited<ReturnType<typeof t.inject>> | undefined
+    for (let page = 0; page < 8 && !limited; page++) {
+      const res = await t.inject(scraper, {
+        method: 'GET',
+        url: `/api/v1/contacts?limit=1${after ? `&after=${after}` : ''}`,
+      })
+      statuses.push(res.statusCode)
+      if (res.statusCode === 429) {
+        limited = res
+      } else {
+        after = res.json().next_cursor
+      }
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 429])
+    expect(Number(limited?.headers['retry-after'])).toBeGreaterThan(0)
+    clock.advance(1000)
+    const resumed = await t.inject(scraper, { method: 'GET', url: `/api/v1/contacts?limit=1&after=${after}` })
+    expect(resumed.statusCode).toBe(200)
+    expect(resumed.json().contacts[0].first_name).toBe('Row 5')
+    clock.advance(1000)
+  })
+
+  it('counts failed authentications by the client address, from X-Forwarded-For only with TRUST_PROXY', async () => {
+    const bad = { authorization: `Bearer service_live_${'Y'.repeat(32)}` }
+    const viaProxy = (forwardedFor: string) => ({
+      method: 'GET' as const,
+      url: '/api/v1/me',
+      headers: { ...bad, 'x-forwarded-for': forwardedFor },
+      remoteAddress: '10.0.0.2',
+    })
+    // Without TRUST_PROXY the header is ignored: every client behind the proxy shares one budget.
+    for (const client of ['203.0.113.1', '203.0.113.2', '203.0.113.3']) {
+      expectProblem(await t.app.inject(viaProxy(client)), 401, 'invalid_api_key')
+    }
+    expectProblem(await t.app.inject(viaProxy('203.0.113.4')), 429, 'rate_limited')
+
+    const proxied = await createTestHarness({
+      dialect,
+      clock,
+      env: { AUTH_FAILURES_PER_MINUTE: '3', TRUST_PROXY: '1' },
+    })
+    try {
+      // Behind one trusted proxy each client has its own budget, and the proxy itself spends none.
+      for (let i = 0; i < 3; i++) {
+        expectProblem(await proxied.app.inject(viaProxy('203.0.113.1')), 401, 'invalid_api_key')
+      }
+      expectProblem(await proxied.app.inject(viaProxy('203.0.113.1')), 429, 'rate_limited')
+      expectProblem(await proxied.app.inject(viaProxy('203.0.113.2')), 401, 'invalid_api_key')
+      // A client rotating through addresses of one IPv6 /64 gets one budget.
+      for (const suffix of ['1', '2', '3']) {
+        expectProblem(await proxied.app.inject(viaProxy(`2001:db8:5:6::${suffix}`)), 401, 'invalid_api_key')
+      }
+      expectProblem(await proxied.app.inject(viaProxy('2001:db8:5:6::ffff')), 429, 'rate_limited')
+      expectProblem(await proxied.app.inject(viaProxy('2001:db8:5:7::1')), 401, 'invalid_api_key')
+    } finally {
+      await proxied.close()
+    }
     clock.advance(60_000)
   })
 

@@ -2,6 +2,7 @@
 // headers, and a stricter bucket per client IP for failed authentications.
 import type { FastifyReply } from 'fastify'
 import { AppError } from '../http/errors.js'
+import { clientKey } from './client-key.js'
 import type { BucketPolicy, TakeResult, TokenBuckets } from './token-bucket.js'
 
 const FAILED_AUTH_WINDOW_S = 60
@@ -83,7 +84,7 @@ export function createRateLimiter(
       if (authFailuresPerMinute <= 0) {
         return 0
       }
-      const taken = await safeTake(`ip:${ip}`, authPolicy)
+      const taken = await safeTake(`ip:${clientKey(ip)}`, authPolicy)
       if (!taken) {
         return 0
       }

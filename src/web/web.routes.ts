@@ -11,6 +11,7 @@ import { normalizeEmail } from '../contacts/contacts.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { AppError, statusOf, titleOf } from '../http/errors.js'
+import { clientKey } from '../rate-limit/client-key.js'
 import {
   type AccountMembership,
   createAccountForUser,
@@ -231,7 +232,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     const values = formValues(request, ['email', 'password'])
     const now = deps.clock.now().getTime()
     const emailKey = values.email.trim().toLowerCase()
-    const wait = Math.max(byEmail.retryAfter(emailKey, now), byIp.retryAfter(request.ip, now))
+    const wait = Math.max(byEmail.retryAfter(emailKey, now), byIp.retryAfter(clientKey(request.ip), now))
     if (wait > 0) {
       reply.header('retry-after', String(wait))
       const minutes = Math.ceil(wait / 60)
@@ -252,7 +253,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     const ok = await verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
     if (!user || !ok) {
       byEmail.fail(emailKey, now)
-      byIp.fail(request.ip, now)
+      byIp.fail(clientKey(request.ip), now)
       return render(
         request,
         reply,
