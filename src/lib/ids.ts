@@ -1,6 +1,6 @@
 // Public ids: a type prefix and a ULID body (48-bit ms time + 80 random bits, Crockford base32),
 // so sorting by id is creation order and inserts stay at the right edge of the index.
-import { randomBytes } from 'node:crypto'
+import { randomBytes, randomFillSync } from 'node:crypto'
 
 export const ID_PREFIXES = {
   account: 'acct',
@@ -19,12 +19,13 @@ let lastTime = -1
 const lastRandom = new Uint8Array(10)
 
 /**
- * Monotonic within this process: ids made in the same millisecond increment the random part,
- * so they still sort in creation order.
+ * Monotonic within this process: ids made in the same millisecond add a random step of 1 to 2^32
+ * to the random part, so they still sort in creation order but one id does not give away the next
+ * (a plain +1, as in the ULID spec's monotonic mode, would: Request-Id is on every response).
  */
 export function newId(kind: IdKind, now = Date.now()): string {
   if (now <= lastTime) {
-    incrementRandom()
+    addToRandom(randomStep())
   } else {
     lastTime = now
     lastRandom.set(randomBytes(10))
@@ -38,16 +39,28 @@ export const idPattern = (kind: IdKind): string => `^${ID_PREFIXES[kind]}_[0-9A-
 /** The length of every id of this kind: the prefix, `_` and the 26 characters of the ULID. */
 export const idLength = (kind: IdKind): number => ID_PREFIXES[kind].length + 27
 
-function incrementRandom(): void {
-  for (let i = lastRandom.length - 1; i >= 0; i--) {
-    const byte = lastRandom[i] ?? 0
-    if (byte < 255) {
-      lastRandom[i] = byte + 1
-      return
-    }
-    lastRandom[i] = 0
+/** Random bytes drawn in blocks: one system call per 1,024 steps, not one per id. */
+const stepPool = Buffer.alloc(4096)
+let stepOffset = stepPool.length
+
+function randomStep(): number {
+  if (stepOffset + 4 > stepPool.length) {
+    randomFillSync(stepPool)
+    stepOffset = 0
   }
-  // 2^80 ids in one millisecond cannot happen; wrapping would only reorder, never collide in time.
+  const step = stepPool.readUInt32BE(stepOffset) + 1
+  stepOffset += 4
+  return step
+}
+
+function addToRandom(step: number): void {
+  let carry = step
+  for (let i = lastRandom.length - 1; i >= 0 && carry > 0; i--) {
+    const sum = (lastRandom[i] ?? 0) + (carry % 256)
+    lastRandom[i] = sum % 256
+    carry = Math.floor(carry / 256) + Math.floor(sum / 256)
+  }
+  // Overflowing 80 bits needs about 2^48 ids in one millisecond: it cannot happen.
 }
 
 function encodeTime(ms: number): string {
