@@ -5,6 +5,7 @@ import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { closeDeps, createDeps } from './deps.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
+import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './web/throttle.js'
 
 export interface RunningServer {
   app: FastifyInstance
@@ -24,11 +25,12 @@ export async function startServer(config: Config): Promise<RunningServer> {
   }
   const app = await buildApp(deps)
   await app.listen({ port: config.port, host: config.host })
-  // Expired idempotency keys are purged at start and then hourly.
+  // Expired idempotency keys and sign-in failures are purged at start and then hourly.
   const purge = () =>
-    purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()).catch((error) =>
-      app.log.warn({ err: error }, 'purging idempotency keys failed'),
-    )
+    Promise.all([
+      purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
+      purgeSignInFailures(deps.database.db, deps.clock.now(), SIGN_IN_WINDOW_MS),
+    ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)
   purgeTimer.unref()

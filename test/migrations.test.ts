@@ -287,6 +287,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(new Set(sqlite?.columns.map((c) => c.split('.')[0]))).toEqual(new Set(TABLES))
     expect(sqlite?.primaryKeys).toEqual({
       accounts: ['id'],
+      sign_in_failures: ['id'],
       api_key_usage: ['account_id', 'key_id', 'day'],
       idempotency_keys: ['account_id', 'key'],
       memberships: ['account_id', 'user_id'],
@@ -305,6 +306,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       idempotency_keys: [['account_id']],
       memberships: [['account_id'], ['user_id']],
       sessions: [['user_id']],
+      sign_in_failures: [],
       users: [],
       api_keys: [['account_id']],
       audit_log: [['account_id']],

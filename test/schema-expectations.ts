@@ -16,5 +16,6 @@ export const TABLES = [
   'idempotency_keys',
   'memberships',
   'sessions',
+  'sign_in_failures',
   'users',
 ]

@@ -5,7 +5,7 @@ import type { AuditLogTable } from '../audit/audit.table.js'
 import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../contacts/contacts.table.js'
 import type { EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
-import type { MembershipsTable, SessionsTable, UsersTable } from '../users/users.table.js'
+import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
 
 export interface Database {
   accounts: AccountsTable
@@ -20,4 +20,5 @@ export interface Database {
   api_key_usage: ApiKeyUsageTable
   idempotency_keys: IdempotencyKeysTable
   audit_log: AuditLogTable
+  sign_in_failures: SignInFailuresTable
 }

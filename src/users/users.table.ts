@@ -23,3 +23,12 @@ export interface SessionsTable {
   created_at: string
   expires_at: string
 }
+
+/** A failed sign-in, counted against its key for the sign-in throttle (src/web/throttle.ts). */
+export interface SignInFailuresTable {
+  /** Random: two failures of one key in one millisecond are two rows. */
+  id: string
+  /** SHA-256 of the throttled key (`email:…` or `ip:…`): the emails people typed are not kept. */
+  key: string
+  at: string
+}

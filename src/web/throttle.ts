@@ -1,37 +1,62 @@
-// Sign-in throttling: failures counted per key (an email, an IP) in a sliding window, in memory.
-// (One instance; the shared Redis limiter of the production-hardening issue can replace it.)
+// Sign-in throttling: failures counted per key (an email's digest, a client address) in a sliding
+// window, in the database, so every instance behind a load balancer counts the same failures.
+import { randomUUID } from 'node:crypto'
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { sha256Hex } from '../lib/crypto.js'
+
+/** The window in which sign-in failures count. */
+export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000
+
 export interface Throttle {
   /** Seconds to wait when the key has used up its failures, else 0. */
-  retryAfter(key: string, now: number): number
-  fail(key: string, now: number): void
-  reset(key: string): void
+  retryAfter(key: string, now: Date): Promise<number>
+  fail(key: string, now: Date): Promise<void>
+  reset(key: string): Promise<void>
 }
 
-export function createThrottle(maxFailures: number, windowMs: number): Throttle {
-  const failures = new Map<string, number[]>()
-  const recent = (key: string, now: number) => (failures.get(key) ?? []).filter((t) => now - t < windowMs)
+/**
+ * A throttle of `maxFailures` per window for keys of one kind (`email`, `ip`: kinds never share a
+ * count). Keys are stored as digests: the table never holds the emails people typed.
+ */
+export function createThrottle(db: Kysely<Database>, kind: string, maxFailures: number, windowMs: number): Throttle {
+  const digest = (key: string) => sha256Hex(`${kind}:${key}`)
+  const windowStart = (now: Date) => new Date(now.getTime() - windowMs).toISOString()
   return {
-    retryAfter(key, now) {
-      const times = recent(key, now)
-      failures.set(key, times)
-      if (times.length < maxFailures) {
-        return 0
-      }
-      return Math.ceil(((times[0] ?? now) + windowMs - now) / 1000)
+    async retryAfter(key, now) {
+      const recent = await db
+        .selectFrom('sign_in_failures')
+        .select('at')
+        .where('key', '=', digest(key))
+        .where('at', '>', windowStart(now))
+        .orderBy('at', 'desc')
+        .limit(maxFailures)
+        .execute()
+      const oldest = recent[maxFailures - 1]
+      return oldest ? Math.max(1, Math.ceil((Date.parse(oldest.at) + windowMs - now.getTime()) / 1000)) : 0
     },
-    fail(key, now) {
-      const times = recent(key, now)
-      times.push(now)
-      failures.set(key, times)
-      if (failures.size > 100_000) {
-        // Bound memory under a spray of distinct keys: drop the oldest entries.
-        for (const k of [...failures.keys()].slice(0, 10_000)) {
-          failures.delete(k)
-        }
-      }
+    async fail(key, now) {
+      const hashed = digest(key)
+      await db.transaction().execute(async (trx) => {
+        // Failures older than the window no longer count: the key's rows stay few.
+        await trx.deleteFrom('sign_in_failures').where('key', '=', hashed).where('at', '<=', windowStart(now)).execute()
+        await trx
+          .insertInto('sign_in_failures')
+          .values({ id: randomUUID(), key: hashed, at: now.toISOString() })
+          .execute()
+      })
     },
-    reset(key) {
-      failures.delete(key)
+    async reset(key) {
+      await db.deleteFrom('sign_in_failures').where('key', '=', digest(key)).execute()
     },
   }
+}
+
+/** Deletes failures older than the window of every key (keys never tried again); returns how many. */
+export async function purgeSignInFailures(db: Kysely<Database>, now: Date, windowMs: number): Promise<number> {
+  const result = await db
+    .deleteFrom('sign_in_failures')
+    .where('at', '<=', new Date(now.getTime() - windowMs).toISOString())
+    .executeTakeFirst()
+  return Number(result.numDeletedRows)
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { shownKey, signUp, webClient } from '../../test/web-client.js'
+import { buildApp } from '../app.js'
 import { manualClock } from '../lib/clock.js'
 
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
@@ -124,6 +125,34 @@ describe.each(testDialects())('web app on %s', (dialect) => {
         (await client.post('/sign-in', { email: 'throttle@example.com', password: 'correct-horse-battery' }))
           .statusCode,
       ).toBe(303)
+    })
+
+    it('counts sign-in failures in the database: another instance throttles alike; no typed email is kept', async () => {
+      await signUp(t.app, 'shared-throttle@example.com')
+      const second = await buildApp(t.deps, { logger: false }) // a second instance on the same database
+      try {
+        const first = webClient(t.app)
+        await first.get('/sign-in')
+        for (let i = 0; i < 5; i++) {
+          const failed = await first.post('/sign-in', {
+            email: 'Shared-Throttle@example.com',
+            password: `nope-${i}-xxxx`,
+          })
+          expect(failed.statusCode).toBe(401)
+        }
+        const other = webClient(second)
+        await other.get('/sign-in')
+        const res = await other.post('/sign-in', {
+          email: 'shared-throttle@example.com',
+          password: 'correct-horse-battery',
+        })
+        expect(res.statusCode).toBe(429)
+        const stored = JSON.stringify(await t.db.selectFrom('sign_in_failures').selectAll().execute())
+        expect(stored).not.toMatch(/shared-throttle|example\.com|127\.0\.0\.1/i)
+      } finally {
+        await second.close()
+      }
+      clock.advance(15 * 60 * 1000 + 1)
     })
 
     it('signed-out visitors and API keys are sent to sign-in; API keys never open web pages', async () => {

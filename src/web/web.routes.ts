@@ -38,10 +38,9 @@ import {
   SESSION_COOKIE,
   setSessionCookie,
 } from './session.js'
-import { createThrottle } from './throttle.js'
+import { createThrottle, SIGN_IN_WINDOW_MS } from './throttle.js'
 
 const PASSWORD_MIN = 10
-const SIGN_IN_WINDOW_MS = 15 * 60 * 1000
 
 interface WebRequestState {
   user?: User
@@ -223,16 +222,17 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     }
   })
 
-  const byEmail = createThrottle(5, SIGN_IN_WINDOW_MS)
-  const byIp = createThrottle(20, SIGN_IN_WINDOW_MS)
+  const byEmail = createThrottle(db, 'email', 5, SIGN_IN_WINDOW_MS)
+  const byIp = createThrottle(db, 'ip', 20, SIGN_IN_WINDOW_MS)
 
   app.get('/sign-in', async (request, reply) => render(request, reply, (c) => signInPage(c, {})))
 
   app.post('/sign-in', async (request, reply) => {
     const values = formValues(request, ['email', 'password'])
-    const now = deps.clock.now().getTime()
+    const now = deps.clock.now()
     const emailKey = values.email.trim().toLowerCase()
-    const wait = Math.max(byEmail.retryAfter(emailKey, now), byIp.retryAfter(clientKey(request.ip), now))
+    const ipKey = clientKey(request.ip)
+    const wait = Math.max(await byEmail.retryAfter(emailKey, now), await byIp.retryAfter(ipKey, now))
     if (wait > 0) {
       reply.header('retry-after', String(wait))
       const minutes = Math.ceil(wait / 60)
@@ -252,8 +252,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
     const ok = await verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
     if (!user || !ok) {
-      byEmail.fail(emailKey, now)
-      byIp.fail(clientKey(request.ip), now)
+      await byEmail.fail(emailKey, now)
+      await byIp.fail(ipKey, now)
       return render(
         request,
         reply,
@@ -261,7 +261,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
         401,
       )
     }
-    byEmail.reset(emailKey)
+    await byEmail.reset(emailKey)
     await startSession(reply, request, user.id)
     return reply.redirect('/app', 303)
   })
