@@ -4,6 +4,7 @@ import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { shownKey, signUp, webClient } from '../../test/web-client.js'
 import { buildApp } from '../app.js'
 import { manualClock } from '../lib/clock.js'
+import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './throttle.js'
 
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
 
@@ -153,6 +154,9 @@ describe.each(testDialects())('web app on %s', (dialect) => {
         await second.close()
       }
       clock.advance(15 * 60 * 1000 + 1)
+      // Past the window every failure row goes in the hourly purge.
+      expect(await purgeSignInFailures(t.db, clock.now(), SIGN_IN_WINDOW_MS)).toBeGreaterThanOrEqual(5)
+      expect(await t.db.selectFrom('sign_in_failures').selectAll().execute()).toEqual([])
     })
 
     it('signed-out visitors and API keys are sent to sign-in; API keys never open web pages', async () => {
