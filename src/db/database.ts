@@ -34,11 +34,18 @@ function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandl
   database.pragma('foreign_keys = ON')
   // The CLI and a running server share the file: wait for the other's write instead of failing.
   database.pragma('busy_timeout = 5000')
+  // better-sqlite3 builds SQLite with a 16 MB page cache; pages not in it come from the OS's page
+  // cache at a few µs each. 4 MB holds the indexes' upper levels of a million contacts and kept
+  // writes within the RSS target (docs/performance.md, "RSS").
+  database.pragma(`cache_size = -${SQLITE_CACHE_KIB}`)
   return wrap(
     new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
     'sqlite',
   )
 }
+
+/** SQLite's page cache, in KiB (a negative cache_size is KiB, a positive one pages). */
+const SQLITE_CACHE_KIB = 4096
 
 /** Enough for every distinct statement the app issues; a list's filter combinations are a few dozen. */
 const STATEMENT_CACHE_MAX = 1000

@@ -1,0 +1,54 @@
+// The log sink of a served process (stdout, batched per event-loop turn): nothing is lost when the
+// process exits, whether by process.exit or a crash, and secrets are still redacted.
+import { spawnSync } from 'node:child_process'
+import { describe, expect, it } from 'vitest'
+
+/** Runs `body` in a fresh process with an app logging through loggerOptions (no stream: stdout). */
+function run(body: string) {
+  const code = `
+    import Fastify from 'fastify'
+    import { loggerOptions } from './src/observability/logger.ts'
+    const app = Fastify({ logger: loggerOptions({ logLevel: 'info' }) })
+    ${body}
+  `
+  const result = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    encoding: 'utf8',
+  })
+  const lines = result.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+  return { status: result.status, lines }
+}
+
+describe('the log on standard output', () => {
+  it('writes every line, in order, including those of the turn in which the process exits', () => {
+    const { status, lines } = run(`
+      app.log.info('first')
+      setTimeout(() => {
+        for (let i = 0; i < 1000; i++) app.log.info({ i }, 'many')
+        setTimeout(() => { app.log.info('last'); process.exit(3) }, 5)
+      }, 5)
+    `)
+    expect(status).toBe(3)
+    expect(lines.map((line) => line.msg)).toEqual(['first', ...Array(1000).fill('many'), 'last'])
+    expect(lines.filter((line) => line.msg === 'many').map((line) => line.i)).toEqual([...Array(1000).keys()])
+  })
+
+  it('writes the lines logged just before a crash', () => {
+    const { status, lines } = run(`
+      setTimeout(() => { app.log.error('about to fail'); throw new Error('boom') }, 5)
+    `)
+    expect(status).toBe(1)
+    expect(lines.map((line) => line.msg)).toEqual(['about to fail'])
+  })
+
+  it('redacts secrets, at the top level and one level down', () => {
+    const { lines } = run(`
+      app.log.info({ secret: 'top-secret', api_key: { id: 'key_1', secret: 'nested-secret' } }, 'issued')
+    `)
+    expect(lines[0]).toMatchObject({ secret: '[REDACTED]', api_key: { id: 'key_1', secret: '[REDACTED]' } })
+    expect(JSON.stringify(lines)).not.toMatch(/top-secret|nested-secret/)
+  })
+})
