@@ -160,6 +160,12 @@ function fromValidation(error: FastifyError): AppError {
     return { field: path || error.validationContext || 'body', message: issue.message ?? 'is invalid' }
   })
   const first = errors[0] ?? { field: 'request', message: 'is invalid' }
+  if (error.validationContext === 'querystring' && first.field === 'after') {
+    // Too long to be a cursor: a bad cursor like any other (DESIGN §8).
+    return new AppError('invalid_cursor', 'after is not a cursor this query issued; pass next_cursor back unchanged.', {
+      errors: [{ field: 'after', message: 'is not a valid cursor for this query' }],
+    })
+  }
   return new AppError('invalid_parameter', `${first.field} ${first.message}`, { errors })
 }
 

@@ -1,13 +1,18 @@
 // Keyset pagination shared by every list: limit bounds, signed opaque cursors, the envelope.
+
+import crypto from 'node:crypto'
 import { type TSchema, Type } from '@sinclair/typebox'
 import type { FastifyReply } from 'fastify'
-import { hmacSha256, safeEqual } from '../lib/crypto.js'
+import { safeEqual } from '../lib/crypto.js'
 import { AppError } from './errors.js'
-import { sendRawJson } from './replies.js'
 
 export const PAGE_SIZE_DEFAULT = 50
 export const PAGE_SIZE_MAX = 100
-const CURSOR_VERSION = 1
+// 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
+/** Every cursor issued is far shorter (about 150 characters: ids, a digest and a signature). */
+export const CURSOR_MAX = 1024
+
+const CURSOR_VERSION = 2
 
 export const PageQuery = {
   limit: Type.Integer({
@@ -18,8 +23,8 @@ export const PageQuery = {
   }),
   after: Type.Optional(
     Type.String({
-      minLength: 1,
-      maxLength: 1024,
+      // Longer than any cursor issued; a longer or empty one is 400 invalid_cursor like any other bad cursor.
+      maxLength: CURSOR_MAX,
       description: 'The next_cursor of the previous page, passed back unchanged.',
     }),
   ),
@@ -49,59 +54,137 @@ interface CursorPayload {
   k: string
 }
 
-const canonicalFilters = (filters: CursorScope['filters']): string =>
-  JSON.stringify(
+/**
+ * The query's filters as a cursor carries them: 128 bits of SHA-256 of their canonical form, so a
+ * cursor stays short (about 150 characters) however long the filters are, and a cursor from
+ * another query still never matches.
+ */
+const filtersDigest = (filters: CursorScope['filters']): string => {
+  const canonical = JSON.stringify(
     Object.keys(filters)
       .sort()
       .filter((key) => filters[key] !== undefined)
       .map((key) => [key, filters[key]]),
   )
-
-// 128 bits of HMAC-SHA-256 is ample to make cursors tamper-evident and keeps them short.
-const sign = (secret: string, payload: string): Buffer => hmacSha256(secret, `cursor.${payload}`).subarray(0, 16)
-
-export function encodeCursor(secret: string, scope: CursorScope, lastId: string): string {
-  const payload: CursorPayload = {
-    v: CURSOR_VERSION,
-    l: scope.list,
-    a: scope.accountId,
-    f: canonicalFilters(scope.filters),
-    k: lastId,
-  }
-  const encoded = Buffer.from(JSON.stringify(payload)).toString('base64url')
-  return `${encoded}.${sign(secret, encoded).toString('base64url')}`
+  return crypto.createHash('sha256').update(canonical).digest().subarray(0, 16).toString('base64url')
 }
 
-/** Returns the last id of the previous page, or throws invalid_cursor. */
-export function decodeCursor(secret: string, scope: CursorScope, cursor: string): string {
-  const invalid = new AppError(
+const SHA256_BLOCK = 64
+
+// crypto.hash (Node >= 20.12) hashes in one native call, with no Hash object to create and collect.
+const sha256 = (data: Uint8Array): Buffer =>
+  typeof crypto.hash === 'function'
+    ? crypto.hash('sha256', data, 'buffer')
+    : crypto.createHash('sha256').update(data).digest()
+
+/**
+ * HMAC-SHA-256 (RFC 2104) of `prefix + payload` for ASCII text only, the same bytes as
+ * createHmac('sha256', secret): the key's pads are computed once, not on every call, and the
+ * inner block is written into a reused buffer. (Not reentrant; it never yields.)
+ */
+function hmacSha256Signer(secret: string, prefix: string): (payload: string) => Buffer {
+  let key: Buffer = Buffer.from(secret)
+  if (key.length > SHA256_BLOCK) {
+    key = sha256(key)
+  }
+  const outer = Buffer.alloc(SHA256_BLOCK + 32)
+  let inner = Buffer.alloc(SHA256_BLOCK + prefix.length + 1024)
+  for (let i = 0; i < SHA256_BLOCK; i++) {
+    const byte = key[i] ?? 0
+    inner[i] = byte ^ 0x36
+    outer[i] = byte ^ 0x5c
+  }
+  inner.write(prefix, SHA256_BLOCK, 'latin1')
+  const start = SHA256_BLOCK + prefix.length
+  return (payload) => {
+    if (start + payload.length > inner.length) {
+      const bigger = Buffer.alloc(start + payload.length)
+      inner.copy(bigger, 0, 0, start)
+      inner = bigger
+    }
+    const end = start + inner.write(payload, start, 'latin1')
+    sha256(inner.subarray(0, end)).copy(outer, SHA256_BLOCK)
+    return sha256(outer)
+  }
+}
+
+/** A signer per secret (a process has one; tests a few): the key's HMAC pads are computed once. */
+const signers = new Map<string, (payload: string) => Buffer>()
+const SIGNERS_MAX = 16
+
+// 128 bits of HMAC-SHA-256 is ample to make cursors tamper-evident and keeps them short.
+function signerFor(secret: string): (payload: string) => Buffer {
+  let signer = signers.get(secret)
+  if (signer === undefined) {
+    if (signers.size >= SIGNERS_MAX) {
+      signers.clear()
+    }
+    signer = hmacSha256Signer(secret, 'cursor.')
+    signers.set(secret, signer)
+  }
+  return signer
+}
+
+const sign = (secret: string, payload: string): Buffer => signerFor(secret)(payload).subarray(0, 16)
+
+// Only the thrown value: building it on the good path captured a stack trace on every page.
+const invalidCursor = (): AppError =>
+  new AppError(
     'invalid_cursor',
     'after is not a cursor this query issued; pass next_cursor back unchanged, with the same filters.',
     { errors: [{ field: 'after', message: 'is not a valid cursor for this query' }] },
   )
-  const [encoded, signature, extra] = cursor.split('.')
-  if (!encoded || !signature || extra !== undefined) {
-    throw invalid
+
+/** base64url payload, a dot, base64url signature: the only shape encode() produces. */
+const CURSOR_SHAPE = /^[\w-]+\.[\w-]+$/
+
+/** Encodes and decodes the cursors of one scope; its canonical filters are computed once. */
+function cursorCodec(secret: string, scope: CursorScope) {
+  const filters = filtersDigest(scope.filters)
+  return {
+    encode(lastId: string): string {
+      const payload: CursorPayload = { v: CURSOR_VERSION, l: scope.list, a: scope.accountId, f: filters, k: lastId }
+      const encoded = Buffer.from(JSON.stringify(payload)).toString('base64url')
+      return `${encoded}.${sign(secret, encoded).toString('base64url')}`
+    },
+    decode(cursor: string): string {
+      // Checked first: the signer reads the payload as ASCII, which is all a cursor ever holds.
+      if (!CURSOR_SHAPE.test(cursor)) {
+        throw invalidCursor()
+      }
+      const dot = cursor.indexOf('.')
+      const encoded = cursor.slice(0, dot)
+      if (!safeEqual(Buffer.from(cursor.slice(dot + 1), 'base64url'), sign(secret, encoded))) {
+        throw invalidCursor()
+      }
+      let payload: CursorPayload
+      try {
+        payload = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8'))
+      } catch {
+        throw invalidCursor()
+      }
+      if (
+        payload === null ||
+        payload.v !== CURSOR_VERSION ||
+        payload.l !== scope.list ||
+        payload.a !== scope.accountId ||
+        payload.f !== filters ||
+        typeof payload.k !== 'string'
+      ) {
+        throw invalidCursor()
+      }
+      return payload.k
+    },
   }
-  if (!safeEqual(Buffer.from(signature, 'base64url'), sign(secret, encoded))) {
-    throw invalid
-  }
-  let payload: CursorPayload
-  try {
-    payload = JSON.parse(Buffer.from(encoded, 'base64url').toString('utf8'))
-  } catch {
-    throw invalid
-  }
-  if (
-    payload.v !== CURSOR_VERSION ||
-    payload.l !== scope.list ||
-    payload.a !== scope.accountId ||
-    payload.f !== canonicalFilters(scope.filters) ||
-    typeof payload.k !== 'string'
-  ) {
-    throw invalid
-  }
-  return payload.k
+}
+
+export function encodeCursor(secret: string, scope: CursorScope, lastId: string): string {
+  return cursorCodec(secret, scope).encode(lastId)
+}
+
+/** Returns the last id of the previous page, or throws invalid_cursor. */
+export function decodeCursor(secret: string, scope: CursorScope, cursor: string): string {
+  return cursorCodec(secret, scope).decode(cursor)
 }
 
 export interface PageRow {
@@ -111,13 +194,30 @@ export interface PageRow {
 
 /**
  * Builds the list envelope from rows fetched with limit + 1: the extra row only says that
- * a next page exists, so next_cursor is null exactly at the end.
+ * a next page exists, so next_cursor is null exactly at the end. The stored bodies are written
+ * straight into one Buffer: no joined string to allocate, and nothing left for the socket to
+ * encode (a string body is measured, then encoded, on its way out).
  */
-export function pageJson(name: string, rows: PageRow[], limit: number, nextCursor: (lastId: string) => string): string {
-  const page = rows.length > limit ? rows.slice(0, limit) : rows
-  const last = page[page.length - 1]
+export function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (lastId: string) => string): Buffer {
+  const count = Math.min(rows.length, limit)
+  const last = rows[count - 1]
   const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.id)) : 'null'
-  return `{"${name}":[${page.map((row) => row.body).join(',')}],"next_cursor":${cursor}}`
+  const head = `{"${name}":[`
+  const tail = `],"next_cursor":${cursor}}`
+  let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(count - 1, 0)
+  for (let i = 0; i < count; i++) {
+    size += Buffer.byteLength((rows[i] as PageRow).body)
+  }
+  const body = Buffer.allocUnsafe(size)
+  let at = body.write(head, 0)
+  for (let i = 0; i < count; i++) {
+    if (i > 0) {
+      at = body.writeUInt8(0x2c, at) // ','
+    }
+    at += body.write((rows[i] as PageRow).body, at)
+  }
+  body.write(tail, at)
+  return body
 }
 
 /**
@@ -131,11 +231,9 @@ export async function sendPage(
   page: { limit: number; after: string | undefined },
   fetchRows: (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[]>,
 ): Promise<FastifyReply> {
-  const afterId = page.after === undefined ? undefined : decodeCursor(secret, scope, page.after)
+  const cursors = cursorCodec(secret, scope)
+  const afterId = page.after === undefined ? undefined : cursors.decode(page.after)
   const rows = await fetchRows({ afterId, fetch: page.limit + 1 })
-  return sendRawJson(
-    reply,
-    200,
-    pageJson(scope.list, rows, page.limit, (lastId) => encodeCursor(secret, scope, lastId)),
-  )
+  const body = pageBody(scope.list, rows, page.limit, cursors.encode)
+  return reply.code(200).type('application/json; charset=utf-8').send(body)
 }

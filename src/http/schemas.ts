@@ -5,7 +5,7 @@ import { type TSchema, Type } from '@sinclair/typebox'
 import { type IdKind, idLength, idPattern } from '../lib/ids.js'
 import { RETRY_AFTER_MAX_S } from '../rate-limit/rate-limit.js'
 import { type ErrorCode, PROBLEM_SCHEMA_ID, statusOf, titleOf } from './errors.js'
-import { PAGE_SIZE_MAX, PageQuery } from './pagination.js'
+import { CURSOR_MAX, PAGE_SIZE_MAX, PageQuery } from './pagination.js'
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
@@ -30,13 +30,6 @@ export const NoQuery = Type.Object({}, { additionalProperties: false })
 
 /** A list's paging parameters (http/pagination.ts), with `limit` documented as an int32. */
 export const ListQuery = { ...PageQuery, limit: Type.Integer({ ...PageQuery.limit, format: 'int32' }) }
-
-// A cursor is base64url of a signed payload that carries the query's filters: up to 836 characters
-// (contacts: email, q and updated_after ≤ 256, tag ≤ 64, order), each at most 7 bytes once
-// JSON-escaped twice (U+0001 → \\u0001), so under 8,192 characters in all. That is more than
-// `after` accepts (1024): a cursor for long non-ASCII filters cannot be passed back yet
-// (http/pagination.ts).
-const CURSOR_MAX = 8192
 
 /** The list envelope (DESIGN §8): the page under the resource's plural name, and next_cursor. */
 export const ListEnvelope = <T extends TSchema>(name: string, item: T) =>
