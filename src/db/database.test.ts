@@ -24,6 +24,7 @@ describe('SQLite connection', () => {
         expect(await pragma('foreign_keys')).toBe(1)
         expect(await pragma('synchronous')).toBe(code)
         expect(await pragma('busy_timeout')).toBe(5000)
+        expect(await pragma('cache_size')).toBe(-4096)
       } finally {
         await handle.close()
       }
