@@ -1,50 +1,17 @@
-// Web sessions: a random token in an HttpOnly cookie, its digest in the database. CSRF tokens are
+// The session cookie (its token opens a session stored by users/sessions.store.ts) and CSRF tokens,
 // derived from the session (or, before sign-in, from a random pre-session cookie) with SECRET.
 import { randomBytes } from 'node:crypto'
 import type {} from '@fastify/cookie'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { Kysely } from 'kysely'
-import type { Database } from '../db/schema.js'
-import { hmacSha256, safeEqual, sha256Hex } from '../lib/crypto.js'
-import { findUser, type User } from '../users/users.store.js'
+import { hmacSha256, safeEqual } from '../lib/crypto.js'
+import { SESSION_TTL_MS } from '../users/sessions.store.js'
 
 export const SESSION_COOKIE = 'sid'
 /** Before sign-in, forms are protected by a token bound to this random cookie instead. */
 export const PRE_SESSION_COOKIE = 'pre'
-const SESSION_TTL_MS = 14 * 24 * 3600 * 1000
 
 export interface CookieOptions {
   secure: boolean
-}
-
-export async function createSession(db: Kysely<Database>, userId: string, now: Date): Promise<string> {
-  const token = randomBytes(32).toString('base64url')
-  await db
-    .insertInto('sessions')
-    .values({
-      token_hash: sha256Hex(token),
-      user_id: userId,
-      created_at: now.toISOString(),
-      expires_at: new Date(now.getTime() + SESSION_TTL_MS).toISOString(),
-    })
-    .execute()
-  return token
-}
-
-export async function findSessionUser(db: Kysely<Database>, token: string, now: Date): Promise<User | undefined> {
-  const session = await db
-    .selectFrom('sessions')
-    .select(['user_id', 'expires_at'])
-    .where('token_hash', '=', sha256Hex(token))
-    .executeTakeFirst()
-  if (!session || session.expires_at <= now.toISOString()) {
-    return undefined
-  }
-  return findUser(db, session.user_id)
-}
-
-export async function deleteSession(db: Kysely<Database>, token: string): Promise<void> {
-  await db.deleteFrom('sessions').where('token_hash', '=', sha256Hex(token)).execute()
 }
 
 export function setSessionCookie(reply: FastifyReply, token: string, options: CookieOptions): void {

@@ -12,6 +12,7 @@ import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { AppError, statusOf, titleOf } from '../http/errors.js'
 import { clientKey } from '../rate-limit/client-key.js'
+import { createSession, deleteSession, findSessionUser } from '../users/sessions.store.js'
 import {
   type AccountMembership,
   createAccountForUser,
@@ -28,16 +29,7 @@ import type { Html } from './html.js'
 import { membersRoutes } from './members.routes.js'
 import { type FormErrors, newAccountPage, signInPage, signUpPage } from './pages/auth-pages.js'
 import { errorPage, type PageContext } from './pages/layout.js'
-import {
-  clearSessionCookie,
-  createSession,
-  csrfTokenFor,
-  deleteSession,
-  findSessionUser,
-  isValidCsrf,
-  SESSION_COOKIE,
-  setSessionCookie,
-} from './session.js'
+import { clearSessionCookie, csrfTokenFor, isValidCsrf, SESSION_COOKIE, setSessionCookie } from './session.js'
 import { createThrottle, SIGN_IN_WINDOW_MS } from './throttle.js'
 
 const PASSWORD_MIN = 10
