@@ -1,8 +1,8 @@
 // People and their memberships in accounts. Membership is the check behind every web page.
 import type { Kysely } from 'kysely'
-import type { Account } from '../accounts/accounts.store.js'
-import { insertAccount } from '../accounts/accounts.store.js'
+import { type Account, insertAccount } from '../accounts/accounts.store.js'
 import type { Database } from '../db/schema.js'
+import { type Db, inTransaction } from '../db/transaction.js'
 import { newId } from '../lib/ids.js'
 import type { Role, UsersTable } from './users.table.js'
 
@@ -18,7 +18,7 @@ export async function createUserWithAccount(
   db: Kysely<Database>,
   input: { email: string; passwordHash: string; accountName: string; now: Date },
 ): Promise<{ user: User; account: Account }> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const user: UsersTable = {
       id: newId('user'),
       email: input.email,
@@ -33,20 +33,21 @@ export async function createUserWithAccount(
   })
 }
 
+/** A further account of a person, who owns it. */
 export async function createAccountForUser(
   db: Kysely<Database>,
   userId: string,
   name: string,
   now: Date,
 ): Promise<Account> {
-  return db.transaction().execute(async (trx) => {
+  return inTransaction(db, async (trx) => {
     const account = await insertAccount(trx, name, now)
     await addMembership(trx, account.id, userId, 'owner', now)
     return account
   })
 }
 
-export async function addMembership(db: Kysely<Database>, accountId: string, userId: string, role: Role, now: Date) {
+export async function addMembership(db: Db, accountId: string, userId: string, role: Role, now: Date) {
   await db
     .insertInto('memberships')
     .values({ account_id: accountId, user_id: userId, role, created_at: now.toISOString() })
@@ -54,16 +55,16 @@ export async function addMembership(db: Kysely<Database>, accountId: string, use
 }
 
 /** For sign-in: the user and the stored hash. */
-export async function findUserByEmail(db: Kysely<Database>, email: string) {
+export async function findUserByEmail(db: Db, email: string) {
   return db.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst()
 }
 
-export async function findUser(db: Kysely<Database>, userId: string): Promise<User | undefined> {
+export async function findUser(db: Db, userId: string): Promise<User | undefined> {
   return db.selectFrom('users').select(['id', 'email', 'created_at']).where('id', '=', userId).executeTakeFirst()
 }
 
 /** The accounts a person belongs to, oldest first. */
-export async function listMemberships(db: Kysely<Database>, userId: string): Promise<AccountMembership[]> {
+export async function listMemberships(db: Db, userId: string): Promise<AccountMembership[]> {
   const rows = await db
     .selectFrom('memberships')
     .innerJoin('accounts', 'accounts.id', 'memberships.account_id')
@@ -76,14 +77,14 @@ export async function listMemberships(db: Kysely<Database>, userId: string): Pro
 
 /** The membership that lets a person see an account, or undefined (the page is then a 404). */
 export async function findMembership(
-  db: Kysely<Database>,
+  db: Db,
   accountId: string,
   userId: string,
 ): Promise<AccountMembership | undefined> {
   return (await listMemberships(db, userId)).find((m) => m.account.id === accountId)
 }
 
-export async function listMembers(db: Kysely<Database>, accountId: string) {
+export async function listMembers(db: Db, accountId: string) {
   return db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')
