@@ -84,7 +84,16 @@ export async function findMembership(
   return (await listMemberships(db, userId)).find((m) => m.account.id === accountId)
 }
 
-export async function listMembers(db: Db, accountId: string) {
+export interface Member {
+  id: string
+  email: string
+  role: Role
+  /** When the person joined the account. */
+  created_at: string
+}
+
+/** The people of an account, in the order they joined. */
+export async function listMembers(db: Db, accountId: string): Promise<Member[]> {
   return db
     .selectFrom('memberships')
     .innerJoin('users', 'users.id', 'memberships.user_id')

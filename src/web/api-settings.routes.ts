@@ -15,6 +15,7 @@ import { type AuditEntry, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit, 
 import type { Database } from '../db/schema.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
+import { formValues } from './forms.js'
 import {
   apiSettingsPage,
   EXPIRY_CHOICES,
@@ -24,7 +25,8 @@ import {
   revokeConfirmPage,
   USAGE_DAYS,
 } from './pages/api-settings-page.js'
-import { accountPage, formValues, type Render } from './web.routes.js'
+import type { Render } from './render.js'
+import { accountContext as accountPage } from './request-context.js'
 
 const HOUR = 3600 * 1000
 const DURATIONS: Record<string, number> = {

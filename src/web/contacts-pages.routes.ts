@@ -28,6 +28,7 @@ import {
 import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
+import { formValues } from './forms.js'
 import {
   badListRequestPage,
   CONTACT_FORM_FIELDS,
@@ -38,8 +39,9 @@ import {
   deleteContactPage,
   importPage,
 } from './pages/contacts-pages.js'
+import type { Render } from './render.js'
+import { accountContext as accountPage } from './request-context.js'
 import { isValidCsrf } from './session.js'
-import { accountPage, formValues, type Render } from './web.routes.js'
 
 export const CONTACTS_PAGE_SIZE = 50
 

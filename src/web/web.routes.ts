@@ -1,79 +1,29 @@
-// The web application: sign-up, sign-in, sign-out, and the signed-in pages under /app.
-// Server-rendered HTML; every form posts a CSRF token; security headers from helmet.
+// The web application: its plugins (cookies, forms, uploads, helmet's security headers), the CSRF
+// check of every form post, the error pages, the assets, and the registration of its parts.
 import cookie from '@fastify/cookie'
 import formbody from '@fastify/formbody'
 import helmet from '@fastify/helmet'
 import multipart from '@fastify/multipart'
-import { hash, verify } from '@node-rs/argon2'
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Account } from '../accounts/accounts.store.js'
-import { normalizeEmail } from '../contacts/contacts.js'
-import { isUniqueViolation } from '../db/dialect.js'
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../deps.js'
-import { AppError, statusOf, titleOf } from '../http/errors.js'
-import { clientKey } from '../rate-limit/client-key.js'
-import { createSession, deleteSession, findSessionUser } from '../users/sessions.store.js'
-import {
-  type AccountMembership,
-  createAccountForUser,
-  createUserWithAccount,
-  findMembership,
-  findUserByEmail,
-  listMemberships,
-  type User,
-} from '../users/users.store.js'
+import { AppError, statusOf, titleOf, toAppError } from '../http/errors.js'
+import { accountsPagesRoutes } from './accounts-pages.routes.js'
 import { apiSettingsRoutes } from './api-settings.routes.js'
 import { APP_CSS, APP_JS } from './assets.js'
+import { authRoutes } from './auth.routes.js'
 import { contactsPagesRoutes } from './contacts-pages.routes.js'
-import type { Html } from './html.js'
+import { formField } from './forms.js'
 import { membersRoutes } from './members.routes.js'
-import { type FormErrors, newAccountPage, signInPage, signUpPage } from './pages/auth-pages.js'
-import { errorPage, type PageContext } from './pages/layout.js'
-import { clearSessionCookie, csrfTokenFor, isValidCsrf, SESSION_COOKIE, setSessionCookie } from './session.js'
-import { createThrottle, SIGN_IN_WINDOW_MS } from './throttle.js'
-
-const PASSWORD_MIN = 10
-
-interface WebRequestState {
-  user?: User
-  memberships?: AccountMembership[]
-  account?: Account
-  role?: AccountMembership['role']
-}
-const states = new WeakMap<FastifyRequest, WebRequestState>()
-const stateOf = (request: FastifyRequest): WebRequestState => {
-  let state = states.get(request)
-  if (!state) {
-    state = {}
-    states.set(request, state)
-  }
-  return state
-}
-
-/** The signed-in person and the account of an /app/:accountId page (the membership was checked). */
-export function accountPage(request: FastifyRequest): {
-  user: User
-  account: Account
-  role: AccountMembership['role']
-} {
-  const { user, account, role } = stateOf(request)
-  if (!user || !account || !role) {
-    throw new Error('not an account page')
-  }
-  return { user, account, role }
-}
-
-export type Render = (
-  request: FastifyRequest,
-  reply: FastifyReply,
-  page: (context: PageContext) => Html,
-  status?: number,
-) => FastifyReply
+import { errorPage } from './pages/layout.js'
+import { createRender } from './render.js'
+import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
+import { isValidCsrf } from './session.js'
 
 export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const secure = deps.config.appUrl.startsWith('https:')
   const cookieOptions = { secure }
   const { db } = deps.database
+  const render = createRender(deps.secret, cookieOptions)
 
   await app.register(cookie)
   await app.register(formbody, { bodyLimit: 64 * 1024 })
@@ -96,48 +46,30 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     strictTransportSecurity: secure,
   })
 
-  const render: Render = (request, reply, page, status = 200) => {
-    const state = stateOf(request)
-    const context: PageContext = {
-      csrf: csrfTokenFor(request, reply, deps.secret, cookieOptions),
-      ...(state.user ? { user: state.user } : {}),
-      ...(state.memberships ? { memberships: state.memberships } : {}),
-      ...(state.account ? { account: state.account } : {}),
-    }
-    return reply
-      .code(status)
-      .type('text/html; charset=utf-8')
-      .header('cache-control', 'no-store')
-      .send(page(context).value)
-  }
+  loadSessionUser(app, db, deps.clock)
 
-  app.addHook('onRequest', async (request) => {
-    const token = request.cookies[SESSION_COOKIE]
-    if (token) {
-      const user = await findSessionUser(db, token, deps.clock.now())
-      if (user) {
-        stateOf(request).user = user
-      }
-    }
-  })
+  const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
+    render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
 
   // Every state-changing request carries the form's token; multipart forms check it in their handler.
-  app.addHook('preHandler', async (request, reply) => {
+  // Before validation, so a forged post learns nothing from how its fields are checked.
+  app.addHook('preValidation', async (request, reply) => {
     if (request.method === 'POST' && !request.isMultipart()) {
-      const submitted = (request.body as Record<string, unknown> | undefined)?._csrf
-      if (!isValidCsrf(request, deps.secret, submitted)) {
-        return render(
-          request,
-          reply,
-          (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c),
-          403,
-        )
+      if (!isValidCsrf(request, deps.secret, formField(request.body, '_csrf'))) {
+        return formExpired(request, reply)
       }
     }
   })
 
-  app.setErrorHandler((error, request, reply) => {
-    if (error instanceof AppError && error.code === 'not_found') {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    // An empty JSON body is an error, not a missing body, on a route with a body schema
+    // (http/input.ts): it carries no token either, so it gets the answer of the CSRF check.
+    if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+      return formExpired(request, reply)
+    }
+    // A body that fails its schema (a JSON field that is not text, say) gets a page too, never JSON.
+    const appError = error instanceof AppError ? error : error.validation ? toAppError(error) : undefined
+    if (appError?.code === 'not_found') {
       return render(
         request,
         reply,
@@ -145,13 +77,13 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
         404,
       )
     }
-    if (error instanceof AppError && statusOf(error.code) < 500) {
-      const status = statusOf(error.code)
+    if (appError && statusOf(appError.code) < 500) {
+      const status = statusOf(appError.code)
       // e.g. Retry-After on a 429
-      reply.headers(error.options.headers ?? {})
-      return render(request, reply, (c) => errorPage(status, titleOf(error.code), error.message, c), status)
+      reply.headers(appError.options.headers ?? {})
+      return render(request, reply, (c) => errorPage(status, titleOf(appError.code), appError.message, c), status)
     }
-    if ((error as { statusCode?: number }).statusCode === 413) {
+    if (error.statusCode === 413) {
       return render(request, reply, (c) => errorPage(413, 'Too large', 'The upload is larger than 5 MiB.', c), 413)
     }
     request.log.error({ err: error }, 'web page failed')
@@ -170,159 +102,22 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     reply.type('text/javascript; charset=utf-8').header('cache-control', 'public, max-age=3600').send(APP_JS),
   )
 
-  app.get('/', async (request, reply) => reply.redirect(stateOf(request).user ? '/app' : '/sign-in'))
+  app.get('/', async (request, reply) => reply.redirect(sessionUser(request) ? '/app' : '/sign-in'))
 
-  app.get('/sign-up', async (request, reply) => render(request, reply, (c) => signUpPage(c, {})))
-
-  app.post('/sign-up', async (request, reply) => {
-    const values = formValues(request, ['email', 'password', 'account_name'])
-    const errors: FormErrors = {}
-    const email = normalizeEmail(values.email)
-    if (!email) {
-      errors.email = 'Enter a valid email address, like ada@example.com.'
-    }
-    if (values.password.length < PASSWORD_MIN || values.password.length > 1024) {
-      errors.password = `Use at least ${PASSWORD_MIN} characters.`
-    }
-    const accountName = values.account_name.trim()
-    if (accountName.length === 0 || accountName.length > 256) {
-      errors.account_name = 'Enter a name of 1 to 256 characters.'
-    }
-    if (Object.keys(errors).length > 0 || !email) {
-      return render(request, reply, (c) => signUpPage(c, values, errors), 400)
-    }
-    const passwordHash = await hash(values.password)
-    try {
-      const { user, account } = await createUserWithAccount(db, {
-        email,
-        passwordHash,
-        accountName,
-        now: deps.clock.now(),
-      })
-      await startSession(reply, request, user.id)
-      return reply.redirect(`/app/${account.id}/settings/api`, 303)
-    } catch (error) {
-      if (isUniqueViolation(error)) {
-        return render(
-          request,
-          reply,
-          (c) => signUpPage(c, values, { email: 'An account with this email exists. Sign in instead.' }),
-          409,
-        )
-      }
-      throw error
-    }
-  })
-
-  const byEmail = createThrottle(db, 'email', 5, SIGN_IN_WINDOW_MS)
-  const byIp = createThrottle(db, 'ip', 20, SIGN_IN_WINDOW_MS)
-
-  app.get('/sign-in', async (request, reply) => render(request, reply, (c) => signInPage(c, {})))
-
-  app.post('/sign-in', async (request, reply) => {
-    const values = formValues(request, ['email', 'password'])
-    const now = deps.clock.now()
-    const emailKey = values.email.trim().toLowerCase()
-    const ipKey = clientKey(request.ip)
-    const wait = Math.max(await byEmail.retryAfter(emailKey, now), await byIp.retryAfter(ipKey, now))
-    if (wait > 0) {
-      reply.header('retry-after', String(wait))
-      const minutes = Math.ceil(wait / 60)
-      return render(
-        request,
-        reply,
-        (c) =>
-          signInPage(
-            c,
-            { email: values.email },
-            { form: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` },
-          ),
-        429,
-      )
-    }
-    const user = emailKey ? await findUserByEmail(db, emailKey) : undefined
-    // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
-    const ok = await verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
-    if (!user || !ok) {
-      await byEmail.fail(emailKey, now)
-      await byIp.fail(ipKey, now)
-      return render(
-        request,
-        reply,
-        (c) => signInPage(c, { email: values.email }, { form: 'That email and password do not match an account.' }),
-        401,
-      )
-    }
-    await byEmail.reset(emailKey)
-    await startSession(reply, request, user.id)
-    return reply.redirect('/app', 303)
-  })
-
-  app.post('/sign-out', async (request, reply) => {
-    const token = request.cookies[SESSION_COOKIE]
-    if (token) {
-      await deleteSession(db, token)
-    }
-    clearSessionCookie(reply, cookieOptions)
-    return reply.redirect('/sign-in', 303)
-  })
-
-  /** A new session id at every sign-in (no fixation); the old one, if any, is deleted. */
-  async function startSession(reply: FastifyReply, request: FastifyRequest, userId: string) {
-    const previous = request.cookies[SESSION_COOKIE]
-    if (previous) {
-      await deleteSession(db, previous)
-    }
-    setSessionCookie(reply, await createSession(db, userId, deps.clock.now()), cookieOptions)
-  }
+  await app.register(authRoutes, { deps, render, cookieOptions })
 
   await app.register(
     async (signedIn) => {
-      signedIn.addHook('onRequest', async (request, reply) => {
-        const state = stateOf(request)
-        if (!state.user) {
-          return reply.redirect('/sign-in', 303)
-        }
-        state.memberships = await listMemberships(db, state.user.id)
-      })
+      requireSignIn(signedIn, db)
       signedIn.setNotFoundHandler((request, reply) =>
         render(request, reply, (c) => errorPage(404, 'Not found', 'There is nothing here.', c), 404),
       )
-
-      signedIn.get('/', async (request, reply) => {
-        const first = stateOf(request).memberships?.[0]
-        return reply.redirect(first ? `/app/${first.account.id}/contacts` : '/app/accounts/new', 303)
-      })
-      signedIn.get('/accounts/new', async (request, reply) => render(request, reply, (c) => newAccountPage(c, {})))
-      signedIn.post('/accounts', async (request, reply) => {
-        const values = formValues(request, ['name'])
-        const name = values.name.trim()
-        if (name.length === 0 || name.length > 256) {
-          return render(
-            request,
-            reply,
-            (c) => newAccountPage(c, values, { name: 'Enter a name of 1 to 256 characters.' }),
-            400,
-          )
-        }
-        const user = stateOf(request).user as User
-        const account = await createAccountForUser(db, user.id, name, deps.clock.now())
-        return reply.redirect(`/app/${account.id}/contacts`, 303)
-      })
+      await signedIn.register(accountsPagesRoutes, { deps, render })
 
       // Every page of an account checks that the signed-in person belongs to it; if not, 404.
       await signedIn.register(
         async (accountScope) => {
-          accountScope.addHook('preHandler', async (request) => {
-            const state = stateOf(request)
-            const { accountId } = request.params as { accountId: string }
-            const membership = state.user ? await findMembership(db, accountId, state.user.id) : undefined
-            if (!membership) {
-              throw new AppError('not_found', 'Not a member of this account.')
-            }
-            state.account = membership.account
-            state.role = membership.role
-          })
+          requireMembership(accountScope, db)
           await accountScope.register(apiSettingsRoutes, { deps, render })
           await accountScope.register(contactsPagesRoutes, { deps, render })
           await accountScope.register(membersRoutes, { deps, render })
@@ -332,16 +127,4 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     },
     { prefix: '/app' },
   )
-}
-
-// A valid argon2id hash of a random password, verified when the email is unknown.
-const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$n5xj56n7FIvm4l/52lPcjWGyQ2iVXmEgktjNdfOu2kI'
-
-/** The named fields of a urlencoded form, as strings ('' when absent or not text). */
-export function formValues<K extends string>(request: FastifyRequest, names: K[]): Record<K, string> {
-  const body = (request.body ?? {}) as Record<string, unknown>
-  return Object.fromEntries(
-    // U+0000 cannot be stored (DESIGN §4); a form cannot usefully send it, so it is dropped.
-    names.map((name) => [name, typeof body[name] === 'string' ? (body[name] as string).replaceAll('\u0000', '') : '']),
-  ) as Record<K, string>
 }

@@ -1,0 +1,42 @@
+// Urlencoded forms: the schema of a form's body, and reading its fields as text.
+import { Type } from '@sinclair/typebox'
+
+/**
+ * A urlencoded value as parsed: text, or a list of texts when the name is repeated. The routes
+ * read a list as '' (formValues), as they read a missing field, and answer on the form page.
+ */
+export const UrlencodedValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]))
+
+/**
+ * The body schema of a form: the named fields, and any other (`_csrf`). It refuses no form a
+ * browser can send: the handler's own checks answer with the form page and its messages.
+ */
+export function FormBody<K extends string>(names: readonly K[]) {
+  const fields = Object.fromEntries(names.map((name) => [name, UrlencodedValue]))
+  return Type.Object(fields as Record<K, typeof UrlencodedValue>, { additionalProperties: true })
+}
+
+/** One field of a parsed body, of any type, or undefined (it reads `_csrf` before validation). */
+export function formField(body: unknown, name: string): unknown {
+  return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined
+}
+
+/**
+ * The named fields of a form as text, '' when absent or not one text. On a route with a FormBody
+ * schema, the names must be among its fields.
+ */
+export function formValues<Body, K extends FieldName<Body>>(
+  request: { body: Body },
+  names: readonly K[],
+): Record<K, string> {
+  return Object.fromEntries(
+    names.map((name) => {
+      const value = formField(request.body, name)
+      // U+0000 cannot be stored (DESIGN §4); a form cannot usefully send it, so it is dropped.
+      return [name, typeof value === 'string' ? value.replaceAll('\u0000', '') : '']
+    }),
+  ) as Record<K, string>
+}
+
+// A typed body names its fields; an untyped one (`unknown`) may be asked for any.
+type FieldName<Body> = unknown extends Body ? string : Extract<keyof Body, string>
