@@ -7,6 +7,8 @@ import { manualClock } from '../lib/clock.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './throttle.js'
 
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
+const FORM_TYPE = 'application/x-www-form-urlencoded'
+const JSON_TYPE = 'application/json'
 
 describe.each(testDialects())('web app on %s', (dialect) => {
   const clock = manualClock(new Date())
@@ -237,6 +239,48 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(
         await t.db.selectFrom('users').select('id').where('email_lower', '=', 'nocsrf@example.com').executeTakeFirst(),
       ).toBeUndefined()
+    })
+
+    it('a post with an empty JSON body is refused like one without a token', async () => {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: '/sign-in',
+        headers: { 'content-type': JSON_TYPE },
+        payload: '',
+      })
+      expect(res.statusCode).toBe(403)
+      expect(res.body).toContain('Form expired')
+    })
+  })
+
+  describe('form input', () => {
+    /** Posts a body as typed, with the pre-session cookie and CSRF token of a fresh visit to the form. */
+    async function postRaw(url: string, contentType: string, body: (csrf: string) => string) {
+      const client = webClient(t.app)
+      await client.get(url)
+      const headers = { cookie: `pre=${client.cookies.get('pre')}`, 'content-type': contentType }
+      return t.app.inject({ method: 'POST', url, headers, payload: body(client.csrf()) })
+    }
+
+    it('reads a repeated field as empty and answers on the form page; U+0000 is dropped', async () => {
+      const res = await postRaw(
+        '/sign-up',
+        FORM_TYPE,
+        (csrf) => `_csrf=${csrf}&email=a%40example.com&email=b%40example.com&password=x&account_name=A%00cme`,
+      )
+      expect(res.statusCode).toBe(400)
+      expect(res.headers['content-type']).toContain('text/html')
+      expect(res.body).toContain('Enter a valid email address')
+      expect(res.body).toContain('value="Acme"')
+    })
+
+    it('a body that fails its schema gets an HTML page, not JSON', async () => {
+      const res = await postRaw('/sign-in', JSON_TYPE, (csrf) =>
+        JSON.stringify({ _csrf: csrf, email: 5, password: 'correct-horse-battery' }),
+      )
+      expect(res.statusCode).toBe(400)
+      expect(res.headers['content-type']).toContain('text/html')
+      expect(res.body).toContain('email must be')
     })
   })
 
