@@ -1,4 +1,5 @@
-// Creating an account with its first API key, in one transaction (CLI, tests, later sign-up).
+// Creating an account with its first API key, in one transaction (the CLI and tests; sign-up
+// creates a person with an account and no key: users/users.store.ts).
 import type { Kysely } from 'kysely'
 import { FULL_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, issueApiKey } from '../api-keys/api-keys.store.js'
