@@ -7,8 +7,9 @@ import { RATE_LIMIT_MAX } from '../config.js'
 import { CUSTOM_FIELDS_MAX, STRING_MAX } from '../contacts/contacts.schemas.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
+import { apiProblems, jsonResponse } from '../http/openapi-responses.js'
 import { PAGE_SIZE_MAX } from '../http/pagination.js'
-import { apiProblems, jsonResponse, NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 const Limit = (minimum: number, maximum: number) => Type.Integer({ format: 'int32', minimum, maximum })
 

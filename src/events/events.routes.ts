@@ -3,8 +3,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
+import { apiProblems, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
-import { apiProblems, jsonResponse, ListEnvelope } from '../http/schemas.js'
 import { EventSchema, ListEventsQuery } from './events.js'
 import { listEventRows } from './events.store.js'
 
