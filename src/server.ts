@@ -6,7 +6,7 @@ import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { closeDeps, createDeps } from './deps.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
-import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './web/throttle.js'
+import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
 
 export interface RunningServer {
   app: FastifyInstance

@@ -4,7 +4,7 @@ import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { shownKey, signUp, webClient } from '../../test/web-client.js'
 import { buildApp } from '../app.js'
 import { manualClock } from '../lib/clock.js'
-import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './throttle.js'
+import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
 
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
 

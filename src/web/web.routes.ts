@@ -12,6 +12,7 @@ import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { AppError, statusOf, titleOf } from '../http/errors.js'
 import { clientKey } from '../rate-limit/client-key.js'
+import { createThrottle, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
 import {
   type AccountMembership,
   createAccountForUser,
@@ -38,7 +39,6 @@ import {
   SESSION_COOKIE,
   setSessionCookie,
 } from './session.js'
-import { createThrottle, SIGN_IN_WINDOW_MS } from './throttle.js'
 
 const PASSWORD_MIN = 10
 
