@@ -1,18 +1,21 @@
 // The audit log of sensitive account actions (issuing, rolling and revoking API keys; checklist
 // API6). Each entry is written in the transaction of the action it records, so one never exists
-// without the other. The log also bounds how fast an account can issue and revoke keys.
-import type { Kysely, Transaction } from 'kysely'
+// without the other. The log also bounds how fast an account can change its keys from the web.
+import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
+import type { Db } from '../db/transaction.js'
 import { newId } from '../lib/ids.js'
 import { retryAfter, type SlidingWindow } from '../rate-limit/sliding-window.js'
 
 export type AuditAction = 'api_key.created' | 'api_key.rolled' | 'api_key.revoked'
 
+/** Who acted: a signed-in person's user id and client address, or null for the command line. */
+export type AuditActor = { userId: string; ip: string } | null
+
 export interface AuditEntry {
   action: AuditAction
   targetId: string
-  /** A person's user id and address, or null for the command line. */
-  actor: { userId: string; ip: string } | null
+  actor: AuditActor
   detail: Record<string, unknown>
 }
 
@@ -32,12 +35,7 @@ export const KEY_CHANGES_PER_HOUR = 30
 const KEY_CHANGE_WINDOW: SlidingWindow = { max: KEY_CHANGES_PER_HOUR, windowMs: 3600_000 }
 const KEY_CHANGES: AuditAction[] = ['api_key.created', 'api_key.rolled', 'api_key.revoked']
 
-export async function recordAudit(
-  db: Kysely<Database> | Transaction<Database>,
-  accountId: string,
-  entry: AuditEntry,
-  now: Date,
-): Promise<void> {
+export async function recordAudit(db: Db, accountId: string, entry: AuditEntry, now: Date): Promise<void> {
   await db
     .insertInto('audit_log')
     .values({

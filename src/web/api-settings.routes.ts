@@ -1,18 +1,12 @@
 // Settings → "API & Webhooks" under /app/:accountId/settings/api: list, create, revoke, roll keys.
-// Keys issued here are the same keys the API and the CLI accept.
+// Keys change through api-keys/key-lifecycle.ts, as from the CLI, so they are the same keys the
+// API accepts; here each change is made by the signed-in person and counts against the account's
+// hourly budget of key changes.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Transaction } from 'kysely'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import {
-  expireApiKeyAt,
-  findApiKey,
-  issueApiKey,
-  listApiKeys,
-  listKeyUsage,
-  revokeApiKey,
-} from '../api-keys/api-keys.store.js'
-import { type AuditEntry, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit, recordAudit } from '../audit/audit.js'
-import type { Database } from '../db/schema.js'
+import { findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
+import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
+import { type AuditActor, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import {
@@ -76,17 +70,9 @@ export async function apiSettingsRoutes(
     return found
   }
 
-  /**
-   * A change to the account's keys and its audit entry, in one transaction, within the account's
-   * hourly budget of key changes (429 beyond it, nothing changed).
-   */
-  async function changeKeys<T>(
-    request: FastifyRequest,
-    now: Date,
-    change: (trx: Transaction<Database>, now: Date) => Promise<{ result: T; audit: Omit<AuditEntry, 'actor'> }>,
-  ): Promise<T> {
-    const { account, user } = accountPage(request)
-    const wait = await keyChangeRetryAfter(db, account.id, now)
+  /** Within the account's hourly budget of key changes (the audit log counts them), or 429 and nothing changes. */
+  async function checkKeyChangeBudget(accountId: string, now: Date): Promise<void> {
+    const wait = await keyChangeRetryAfter(db, accountId, now)
     if (wait > 0) {
       throw new AppError(
         'rate_limited',
@@ -94,16 +80,13 @@ export async function apiSettingsRoutes(
         { headers: { 'retry-after': String(wait) } },
       )
     }
-    return db.transaction().execute(async (trx) => {
-      const { result, audit } = await change(trx, now)
-      await recordAudit(trx, account.id, { ...audit, actor: { userId: user.id, ip: request.ip } }, now)
-      return result
-    })
   }
 
-  /** The key is revoked already; a lost push only delays other instances by their cache TTL. */
-  async function pushRevocation(request: FastifyRequest, keyId: string, keyHash: string): Promise<void> {
-    if (!(await deps.keyRevocations.publish(keyHash))) {
+  const actorOf = (request: FastifyRequest): AuditActor => ({ userId: accountPage(request).user.id, ip: request.ip })
+
+  /** The key is revoked or rolled already; a lost push only delays other instances by their cache TTL. */
+  function warnIfNotPushed(request: FastifyRequest, keyId: string, pushed: boolean): void {
+    if (!pushed) {
       request.log.warn({ keyId }, 'revocation push failed: other instances refuse the key within their cache TTL')
     }
   }
@@ -121,34 +104,19 @@ export async function apiSettingsRoutes(
     const values = formValues(request, ['name', 'scope', 'expires'])
     const name = values.name.trim()
     const now = deps.clock.now()
-    if (
-      name.length === 0 ||
-      name.length > 100 ||
-      !(values.expires in EXPIRY_CHOICES) ||
-      !['full', 'read'].includes(values.scope)
-    ) {
+    const badName = name.length === 0 || name.length > KEY_NAME_MAX
+    if (badName || !(values.expires in EXPIRY_CHOICES) || !['full', 'read'].includes(values.scope)) {
       const data = await pageData(account.id, now)
-      const error =
-        name.length === 0 || name.length > 100
-          ? 'Give the key a name of 1 to 100 characters.'
-          : 'Choose the access and expiry from the lists.'
+      const error = badName
+        ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
+        : 'Choose the access and expiry from the lists.'
       return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
     }
+    await checkKeyChangeBudget(account.id, now)
     const duration = DURATIONS[values.expires]
-    const { apiKey, secret } = await changeKeys(request, now, async (trx) => {
-      const issued = await issueApiKey(trx, account.id, {
-        name,
-        scopes: values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES,
-        expiresAt: values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration),
-        now,
-        prefix,
-      })
-      const { id, scopes, expires_at } = issued.apiKey
-      return {
-        result: issued,
-        audit: { action: 'api_key.created', targetId: id, detail: { name, scopes, expires_at } },
-      }
-    })
+    const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
+    const expiresAt = values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration)
+    const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
     // Rendered, not redirected to: the secret must never be reachable by a GET.
     return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
   })
@@ -163,43 +131,30 @@ export async function apiSettingsRoutes(
 
   app.post('/settings/api/keys/:keyId/revoke', async (request, reply) => {
     const { account } = accountPage(request)
-    const { apiKey, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    if (apiKey.revoked_at === null) {
-      await changeKeys(request, deps.clock.now(), async (trx, now) => {
-        await revokeApiKey(trx, account.id, apiKey.id, now)
-        return {
-          result: null,
-          audit: { action: 'api_key.revoked', targetId: apiKey.id, detail: { name: apiKey.name } },
-        }
-      })
+    const key = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
+    const now = deps.clock.now()
+    // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
+    if (key.apiKey.revoked_at === null) {
+      await checkKeyChangeBudget(account.id, now)
     }
-    await pushRevocation(request, apiKey.id, keyHash)
+    const { pushed } = await revokeKey(deps, key, actorOf(request), now)
+    warnIfNotPushed(request, key.apiKey.id, pushed)
     return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
   })
 
   app.post('/settings/api/keys/:keyId/roll', async (request, reply) => {
     const { account } = accountPage(request)
-    const { apiKey: old, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
+    const old = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
     const { overlap } = formValues(request, ['overlap'])
-    const duration = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
-    if (duration === undefined || old.revoked_at !== null) {
+    const overlapMs = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
+    if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
       throw new AppError('not_found', 'This key cannot be rolled.')
     }
-    const { apiKey, secret } = await changeKeys(request, deps.clock.now(), async (trx, now) => {
-      const oldExpiresAt = new Date(now.getTime() + duration)
-      await expireApiKeyAt(trx, account.id, old.id, oldExpiresAt)
-      const issued = await issueApiKey(trx, account.id, {
-        name: old.name,
-        scopes: old.scopes,
-        expiresAt: null,
-        now,
-        prefix,
-      })
-      const detail = { name: old.name, new_key_id: issued.apiKey.id, old_key_expires_at: oldExpiresAt.toISOString() }
-      return { result: issued, audit: { action: 'api_key.rolled', targetId: old.id, detail } }
-    })
-    await pushRevocation(request, old.id, keyHash)
-    const rolledFrom = (await findKeyOr404(account.id, old.id)).apiKey
+    const now = deps.clock.now()
+    await checkKeyChangeBudget(account.id, now)
+    const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
+    warnIfNotPushed(request, old.apiKey.id, pushed)
+    const rolledFrom = (await findKeyOr404(account.id, old.apiKey.id)).apiKey
     return render(
       request,
       reply,

@@ -284,6 +284,13 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       })
       expect(res.statusCode).toBe(400)
       expect(res.body).toContain('Give the key a name of 1 to 100 characters.')
+      const long = await client.post(`/app/${accountId}/settings/api/keys`, {
+        name: 'x'.repeat(101),
+        scope: 'full',
+        expires: 'never',
+      })
+      expect(long.statusCode).toBe(400)
+      expect(long.body).toContain('Give the key a name of 1 to 100 characters.')
       const odd = await client.post(`/app/${accountId}/settings/api/keys`, {
         name: 'X',
         scope: 'admin',
