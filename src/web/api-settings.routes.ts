@@ -2,7 +2,9 @@
 // Keys change through api-keys/key-lifecycle.ts, as from the CLI, so they are the same keys the
 // API accepts; here each change is made by the signed-in person and counts against the account's
 // hourly budget of key changes.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
@@ -32,10 +34,23 @@ const DURATIONS: Record<string, number> = {
 }
 const NOTICES: Record<string, string> = { revoked: 'The key was revoked.' }
 
-export async function apiSettingsRoutes(
-  app: FastifyInstance,
-  { deps, render }: { deps: Deps; render: Render },
-): Promise<void> {
+// The routes' inputs. Every input gets a page, so one that fails its schema (a field sent twice, a
+// JSON body) is attached to the request (attachValidation), never answered with Fastify's JSON 400:
+// the handlers read forms through formValues (anything but a string is '') and check them. Forms
+// also carry _csrf (checked in web.routes.ts), so their schemas allow more properties.
+const SettingsQuery = Type.Object({ notice: Type.Optional(Type.String()) })
+const KeyParams = Type.Object({ keyId: Type.String() })
+const CreateKeyForm = Type.Object({
+  name: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String()),
+  expires: Type.Optional(Type.String()),
+})
+const RollKeyForm = Type.Object({ overlap: Type.Optional(Type.String()) })
+
+export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
+  app,
+  { deps, render },
+) => {
   const { db } = deps.database
   const prefix = deps.config.keyPrefix
 
@@ -91,75 +106,95 @@ export async function apiSettingsRoutes(
     }
   }
 
-  app.get('/settings/api', async (request, reply) => {
-    const { account } = accountPage(request)
-    const now = deps.clock.now()
-    const notice = NOTICES[(request.query as { notice?: string }).notice ?? '']
-    const data = await pageData(account.id, now)
-    return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
-  })
-
-  app.post('/settings/api/keys', async (request, reply) => {
-    const { account } = accountPage(request)
-    const values = formValues(request, ['name', 'scope', 'expires'])
-    const name = values.name.trim()
-    const now = deps.clock.now()
-    const badName = name.length === 0 || name.length > KEY_NAME_MAX
-    if (badName || !(values.expires in EXPIRY_CHOICES) || !['full', 'read'].includes(values.scope)) {
+  app.get(
+    '/settings/api',
+    { schema: { querystring: SettingsQuery }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountPage(request)
+      const now = deps.clock.now()
+      const notice = NOTICES[request.query.notice ?? '']
       const data = await pageData(account.id, now)
-      const error = badName
-        ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
-        : 'Choose the access and expiry from the lists.'
-      return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
-    }
-    await checkKeyChangeBudget(account.id, now)
-    const duration = DURATIONS[values.expires]
-    const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
-    const expiresAt = values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration)
-    const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
-    // Rendered, not redirected to: the secret must never be reachable by a GET.
-    return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
-  })
+      return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
+    },
+  )
 
-  app.get('/settings/api/keys/:keyId/revoke', async (request, reply) => {
-    const { account } = accountPage(request)
-    const { apiKey } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    const { rows } = await keyRows(account.id, deps.clock.now())
-    const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
-    return render(request, reply, (c) => revokeConfirmPage(c, { accountId: account.id, key: apiKey, requests }))
-  })
-
-  app.post('/settings/api/keys/:keyId/revoke', async (request, reply) => {
-    const { account } = accountPage(request)
-    const key = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    const now = deps.clock.now()
-    // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
-    if (key.apiKey.revoked_at === null) {
+  app.post(
+    '/settings/api/keys',
+    { schema: { body: CreateKeyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountPage(request)
+      const values = formValues(request, ['name', 'scope', 'expires'])
+      const name = values.name.trim()
+      const now = deps.clock.now()
+      const badName = name.length === 0 || name.length > KEY_NAME_MAX
+      if (badName || !(values.expires in EXPIRY_CHOICES) || !['full', 'read'].includes(values.scope)) {
+        const data = await pageData(account.id, now)
+        const error = badName
+          ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
+          : 'Choose the access and expiry from the lists.'
+        return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
+      }
       await checkKeyChangeBudget(account.id, now)
-    }
-    const { pushed } = await revokeKey(deps, key, actorOf(request), now)
-    warnIfNotPushed(request, key.apiKey.id, pushed)
-    return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
-  })
+      const duration = DURATIONS[values.expires]
+      const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
+      const expiresAt = values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration)
+      const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
+      // Rendered, not redirected to: the secret must never be reachable by a GET.
+      return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
+    },
+  )
 
-  app.post('/settings/api/keys/:keyId/roll', async (request, reply) => {
-    const { account } = accountPage(request)
-    const old = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    const { overlap } = formValues(request, ['overlap'])
-    const overlapMs = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
-    if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
-      throw new AppError('not_found', 'This key cannot be rolled.')
-    }
-    const now = deps.clock.now()
-    await checkKeyChangeBudget(account.id, now)
-    const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
-    warnIfNotPushed(request, old.apiKey.id, pushed)
-    const rolledFrom = (await findKeyOr404(account.id, old.apiKey.id)).apiKey
-    return render(
-      request,
-      reply,
-      (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, rolledFrom }),
-      201,
-    )
-  })
+  app.get(
+    '/settings/api/keys/:keyId/revoke',
+    { schema: { params: KeyParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountPage(request)
+      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      const { rows } = await keyRows(account.id, deps.clock.now())
+      const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
+      return render(request, reply, (c) => revokeConfirmPage(c, { accountId: account.id, key: apiKey, requests }))
+    },
+  )
+
+  app.post(
+    '/settings/api/keys/:keyId/revoke',
+    { schema: { params: KeyParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountPage(request)
+      const key = await findKeyOr404(account.id, request.params.keyId)
+      const now = deps.clock.now()
+      // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
+      if (key.apiKey.revoked_at === null) {
+        await checkKeyChangeBudget(account.id, now)
+      }
+      const { pushed } = await revokeKey(deps, key, actorOf(request), now)
+      warnIfNotPushed(request, key.apiKey.id, pushed)
+      return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
+    },
+  )
+
+  app.post(
+    '/settings/api/keys/:keyId/roll',
+    { schema: { params: KeyParams, body: RollKeyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountPage(request)
+      const old = await findKeyOr404(account.id, request.params.keyId)
+      const { overlap } = formValues(request, ['overlap'])
+      const overlapMs = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
+      if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
+        throw new AppError('not_found', 'This key cannot be rolled.')
+      }
+      const now = deps.clock.now()
+      await checkKeyChangeBudget(account.id, now)
+      const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
+      warnIfNotPushed(request, old.apiKey.id, pushed)
+      const rolledFrom = (await findKeyOr404(account.id, old.apiKey.id)).apiKey
+      return render(
+        request,
+        reply,
+        (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, rolledFrom }),
+        201,
+      )
+    },
+  )
 }
