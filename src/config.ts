@@ -14,7 +14,7 @@ export interface Config {
   readonly apiUrl: string
   /** Public address of the web application ({app_url}). */
   readonly appUrl: string
-  /** Signs cursors (and later sessions). Undefined on SQLite until resolved from the data dir. */
+  /** Signs cursors and CSRF tokens. Undefined on SQLite until resolved from the data dir. */
   readonly secret: string | undefined
   readonly keyPrefix: string
   readonly redisUrl: string | undefined

@@ -1,4 +1,4 @@
-// Creating an account with its first API key, in one transaction (CLI, tests, later sign-up).
+// Creating an account with its first API key, in one transaction (the CLI's accounts create, tests).
 import type { Kysely } from 'kysely'
 import { FULL_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, issueApiKey } from '../api-keys/api-keys.store.js'
