@@ -1,11 +1,12 @@
 // Starts the service: migrate, build, listen; on SIGTERM/SIGINT drain in-flight requests and close.
 import type { FastifyInstance } from 'fastify'
+import { hasAnyAccount } from './accounts/accounts.store.js'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { closeDeps, createDeps } from './deps.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
-import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './web/throttle.js'
+import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
 
 export interface RunningServer {
   app: FastifyInstance
@@ -34,7 +35,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)
   purgeTimer.unref()
-  const anyAccount = await deps.database.db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()
+  const hasAccounts = await hasAnyAccount(deps.database.db)
 
   let closing: Promise<void> | undefined
   const close = () => {
@@ -55,5 +56,5 @@ export async function startServer(config: Config): Promise<RunningServer> {
       )
     })
   }
-  return { app, address: config.apiUrl, hasAccounts: anyAccount !== undefined, close }
+  return { app, address: config.apiUrl, hasAccounts, close }
 }

@@ -203,6 +203,12 @@ describe('contacts-api keys', () => {
     expect(key.secret).not.toBe(acme.api_key.secret)
   })
 
+  it('keys create takes a --name of up to 100 characters', async () => {
+    const name = 'n'.repeat(100)
+    const body = await cliJson(['keys', 'create', '--account', acme.account.id, '--name', ` ${name} `], db.env)
+    expect(body.api_key).toMatchObject({ name })
+  })
+
   it('keys create defaults to "Default", read+write, no expiry; text form shows the secret', async () => {
     const run = await cli(['keys', 'create', '--account', acme.account.id], db.env)
     expect(run.code).toBe(0)
@@ -533,6 +539,11 @@ describe('contacts-api usage errors exit 2 and write nothing', () => {
     ],
     ['no command at all', () => [], /missing command; see contacts-api --help/],
     ['migrate down without --yes', () => ['migrate', 'down'], /add --yes to confirm/],
+    [
+      'keys create with a --name over the key-name limit (100 characters, as in the web app)',
+      ({ account }) => ['keys', 'create', '--account', account, '--name', 'x'.repeat(101)],
+      /--name needs a value of 1-100 characters/,
+    ],
     [
       'keys create with a blank --name',
       ({ account }) => ['keys', 'create', '--account', account, '--name', ''],

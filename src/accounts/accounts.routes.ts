@@ -7,8 +7,9 @@ import { RATE_LIMIT_MAX } from '../config.js'
 import { CUSTOM_FIELDS_MAX, STRING_MAX } from '../contacts/contacts.schemas.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
+import { apiProblems, jsonResponse } from '../http/openapi-responses.js'
 import { PAGE_SIZE_MAX } from '../http/pagination.js'
-import { apiProblems, jsonResponse, NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 const Limit = (minimum: number, maximum: number) => Type.Integer({ format: 'int32', minimum, maximum })
 
@@ -16,7 +17,8 @@ export const AccountSchema = Type.Object(
   {
     object: Type.Literal('account'),
     id: PrefixedId('account'),
-    // Account and key names are 1-256 characters wherever they are made (web app, CLI).
+    // Account names are 1-256 characters (sign-up, CLI). Key names are 1-100 (KEY_NAME_MAX), but keys
+    // named through the CLI before that limit may have up to 256.
     name: Type.String({ maxLength: STRING_MAX }),
     created_at: Timestamp,
     api_key: Type.Object({

@@ -12,6 +12,11 @@ export async function insertAccount(db: Kysely<Database>, name: string, now: Dat
   return account
 }
 
+/** Whether any account exists yet (a fresh install has none, and `serve` says how to make one). */
+export async function hasAnyAccount(db: Kysely<Database>): Promise<boolean> {
+  return (await db.selectFrom('accounts').select('id').limit(1).executeTakeFirst()) !== undefined
+}
+
 export async function findAccount(db: Kysely<Database>, accountId: string): Promise<Account | undefined> {
   return db.selectFrom('accounts').selectAll().where('id', '=', accountId).executeTakeFirst()
 }

@@ -1,5 +1,6 @@
-// API keys: issue, find for verification, list, revoke, record last use. Tenant-scoped except
-// the lookup by digest, which is how a request finds its tenant.
+// API key storage: insert, find for verification, list, revoke, expire, record use. Tenant-scoped
+// except the lookups by digest (how a request finds its tenant) and by id (the CLI). A change
+// with its audit entry and revocation push is key-lifecycle.ts.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { newId } from '../lib/ids.js'
@@ -17,6 +18,12 @@ export interface ApiKey {
   expires_at: string | null
   revoked_at: string | null
   last_used_at: string | null
+}
+
+/** A key with its digest, by which every instance's verification cache knows it. */
+export interface StoredApiKey {
+  apiKey: ApiKey
+  keyHash: string
 }
 
 export interface IssueApiKeyInput {
@@ -83,35 +90,42 @@ export async function listApiKeys(db: Kysely<Database>, accountId: string, prefi
 }
 
 /** Finds a key by id alone: for the CLI, where an operator names a key without its account. */
-export async function findApiKeyById(db: Kysely<Database>, keyId: string, prefix: string) {
+export async function findApiKeyById(
+  db: Kysely<Database>,
+  keyId: string,
+  prefix: string,
+): Promise<StoredApiKey | undefined> {
   const row = await db.selectFrom('api_keys').selectAll().where('id', '=', keyId).executeTakeFirst()
-  return row ? toApiKey(row, prefix) : undefined
+  return row ? { apiKey: toApiKey(row, prefix), keyHash: row.key_hash } : undefined
 }
 
-/** Revokes now (idempotent: a revoked key keeps its first revocation time). Returns the digest. */
+/**
+ * Revokes now. Idempotent: a revoked key keeps its first revocation time. True when this call
+ * revoked it, false when it was revoked already (or is not this account's).
+ */
 export async function revokeApiKey(
   db: Kysely<Database>,
   accountId: string,
   keyId: string,
   now: Date,
-): Promise<{ keyHash: string } | undefined> {
-  await db
+): Promise<boolean> {
+  const result = await db
     .updateTable('api_keys')
     .set({ revoked_at: now.toISOString() })
     .where('account_id', '=', accountId)
     .where('id', '=', keyId)
     .where('revoked_at', 'is', null)
-    .execute()
-  return db
-    .selectFrom('api_keys')
-    .select('key_hash as keyHash')
-    .where('account_id', '=', accountId)
-    .where('id', '=', keyId)
     .executeTakeFirst()
+  return Number(result.numUpdatedRows) > 0
 }
 
-/** One key of one account (for the settings page), with its digest for cache invalidation. */
-export async function findApiKey(db: Kysely<Database>, accountId: string, keyId: string, prefix: string) {
+/** One key of one account (for the settings page). */
+export async function findApiKey(
+  db: Kysely<Database>,
+  accountId: string,
+  keyId: string,
+  prefix: string,
+): Promise<StoredApiKey | undefined> {
   const row = await db
     .selectFrom('api_keys')
     .selectAll()

@@ -1,17 +1,21 @@
 // The audit log of sensitive account actions (issuing, rolling and revoking API keys; checklist
 // API6). Each entry is written in the transaction of the action it records, so one never exists
-// without the other. The log also bounds how fast an account can issue and revoke keys.
-import type { Kysely, Transaction } from 'kysely'
+// without the other. The log also bounds how fast an account can change its keys from the web.
+import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
+import type { Db } from '../db/transaction.js'
 import { newId } from '../lib/ids.js'
+import { retryAfter, type SlidingWindow } from '../rate-limit/sliding-window.js'
 
 export type AuditAction = 'api_key.created' | 'api_key.rolled' | 'api_key.revoked'
+
+/** Who acted: a signed-in person's user id and client address, or null for the command line. */
+export type AuditActor = { userId: string; ip: string } | null
 
 export interface AuditEntry {
   action: AuditAction
   targetId: string
-  /** A person's user id and address, or null for the command line. */
-  actor: { userId: string; ip: string } | null
+  actor: AuditActor
   detail: Record<string, unknown>
 }
 
@@ -28,14 +32,10 @@ export interface AuditRecord {
 
 /** Key changes one account may make through the web application per hour (the CLI is not limited). */
 export const KEY_CHANGES_PER_HOUR = 30
-const HOUR_MS = 3600_000
+const KEY_CHANGE_WINDOW: SlidingWindow = { max: KEY_CHANGES_PER_HOUR, windowMs: 3600_000 }
+const KEY_CHANGES: AuditAction[] = ['api_key.created', 'api_key.rolled', 'api_key.revoked']
 
-export async function recordAudit(
-  db: Kysely<Database> | Transaction<Database>,
-  accountId: string,
-  entry: AuditEntry,
-  now: Date,
-): Promise<void> {
+export async function recordAudit(db: Db, accountId: string, entry: AuditEntry, now: Date): Promise<void> {
   await db
     .insertInto('audit_log')
     .values({
@@ -56,20 +56,8 @@ export async function recordAudit(
  * so it is shared by every instance without another store.
  */
 export async function keyChangeRetryAfter(db: Kysely<Database>, accountId: string, now: Date): Promise<number> {
-  const recent = await db
-    .selectFrom('audit_log')
-    .select('at')
-    .where('account_id', '=', accountId)
-    .where('at', '>', new Date(now.getTime() - HOUR_MS).toISOString())
-    .where('action', 'in', ['api_key.created', 'api_key.rolled', 'api_key.revoked'])
-    .orderBy('at', 'desc')
-    .limit(KEY_CHANGES_PER_HOUR)
-    .execute()
-  const oldest = recent[KEY_CHANGES_PER_HOUR - 1]
-  if (!oldest) {
-    return 0
-  }
-  return Math.max(1, Math.ceil((Date.parse(oldest.at) + HOUR_MS - now.getTime()) / 1000))
+  const keyChanges = db.selectFrom('audit_log').where('account_id', '=', accountId).where('action', 'in', KEY_CHANGES)
+  return retryAfter(keyChanges, KEY_CHANGE_WINDOW, now)
 }
 
 /** The account's latest entries, newest first, with the email of the person who acted. */

@@ -3,15 +3,8 @@ import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { findAccount } from '../accounts/accounts.store.js'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import {
-  type ApiKey,
-  findApiKeyById,
-  issueApiKey,
-  keyState,
-  listApiKeys,
-  revokeApiKey,
-} from '../api-keys/api-keys.store.js'
-import { recordAudit } from '../audit/audit.js'
+import { type ApiKey, findApiKeyById, keyState, listApiKeys } from '../api-keys/api-keys.store.js'
+import { issueKey, KEY_NAME_MAX, type KeyLifecycleDeps, revokeKey } from '../api-keys/key-lifecycle.js'
 import { type Config, ConfigError, loadConfig } from '../config.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps } from '../deps.js'
@@ -217,28 +210,17 @@ const COMMANDS: Record<string, CommandSpec> = {
     prepare: (values, args) => {
       noExtra(args)
       const accountId = requireText(values.account, '--account')
-      const name = values.name === undefined ? 'Default' : requireText(values.name, '--name')
+      const name = values.name === undefined ? 'Default' : requireText(values.name, '--name', KEY_NAME_MAX)
+      const scopes = values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = values['expires-at'] === undefined ? null : parseRfc3339(values['expires-at'], '--expires-at')
       return async (deps) => {
         await migrateToLatest(deps.database)
         await requireAccount(deps, accountId)
-        if (expiresAt && expiresAt <= deps.clock.now()) {
+        const now = deps.clock.now()
+        if (expiresAt && expiresAt <= now) {
           throw new UsageError('--expires-at must be in the future')
         }
-        const now = deps.clock.now()
-        const { apiKey, secret } = await deps.database.db.transaction().execute(async (trx) => {
-          const issued = await issueApiKey(trx, accountId, {
-            name,
-            scopes: values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES,
-            expiresAt,
-            now,
-            prefix: deps.config.keyPrefix,
-          })
-          const { id, scopes, expires_at } = issued.apiKey
-          const detail = { name, scopes, expires_at }
-          await recordAudit(trx, accountId, { action: 'api_key.created', targetId: id, actor: null, detail }, now)
-          return issued
-        })
+        const { apiKey, secret } = await issueKey(deps, accountId, { name, scopes, expiresAt }, COMMAND_LINE, now)
         return {
           text: `API key ${apiKey.id} (${apiKey.name}, ${apiKey.scopes.join('+')}), shown only this once:\n  ${secret}`,
           json: { api_key: { ...publicKey(apiKey), secret } },
@@ -282,31 +264,12 @@ const COMMANDS: Record<string, CommandSpec> = {
       }
       return async (deps) => {
         await migrateToLatest(deps.database)
-        const key = await findApiKeyById(deps.database.db, keyId, deps.config.keyPrefix)
-        if (!key) {
+        const found = await findApiKeyById(deps.database.db, keyId, deps.config.keyPrefix)
+        if (!found) {
           throw new UsageError(`no API key ${keyId}`)
         }
-        const now = deps.clock.now()
-        const revoked = await deps.database.db.transaction().execute(async (trx) => {
-          if (key.revoked_at === null) {
-            const detail = { name: key.name }
-            await recordAudit(
-              trx,
-              key.account_id,
-              { action: 'api_key.revoked', targetId: key.id, actor: null, detail },
-              now,
-            )
-          }
-          return revokeApiKey(trx, key.account_id, key.id, now)
-        })
-        // The revocation is committed: a failed push only means servers take up to their cache TTL.
-        let pushed = true
-        if (revoked && deps.keyRevocations.shared) {
-          pushed = await deps.start().then(
-            () => deps.keyRevocations.publish(revoked.keyHash),
-            () => false,
-          )
-        }
+        const key = found.apiKey
+        const { pushed } = await revokeKey(pushingFromCli(deps), found, COMMAND_LINE, deps.clock.now())
         return {
           text: pushed
             ? `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`
@@ -316,6 +279,24 @@ const COMMANDS: Record<string, CommandSpec> = {
       }
     },
   },
+}
+
+/** Key changes from the command line are audited as made by no one person (the operator). */
+const COMMAND_LINE = null
+
+/**
+ * The command line serves nothing, so it connects to Redis (or LISTEN) only to push a revocation,
+ * after the commit; a connection that fails is a lost push. Without a shared channel no server
+ * can hear it, and nothing is sent.
+ */
+function pushingFromCli(deps: Deps): KeyLifecycleDeps {
+  const publish = async (keyHash: string) =>
+    !deps.keyRevocations.shared ||
+    deps.start().then(
+      () => deps.keyRevocations.publish(keyHash),
+      () => false,
+    )
+  return { ...deps, keyRevocations: { publish } }
 }
 
 function publicKey(key: ApiKey) {
@@ -337,10 +318,13 @@ function noExtra(args: string[]): void {
   }
 }
 
-function requireText(value: string | undefined, flag: string): string {
+// Account names are 1-256 characters, as at sign-up; key names have their own limit (KEY_NAME_MAX).
+const TEXT_MAX = 256
+
+function requireText(value: string | undefined, flag: string, max = TEXT_MAX): string {
   const text = value?.trim()
-  if (!text || text.length > 256 || text.includes('\u0000')) {
-    throw new UsageError(`${flag} needs a value of 1-256 characters`)
+  if (!text || text.length > max || text.includes('\u0000')) {
+    throw new UsageError(`${flag} needs a value of 1-${max} characters`)
   }
   return text
 }

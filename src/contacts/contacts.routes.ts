@@ -4,9 +4,9 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
+import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
-import { sendRawJson } from '../http/replies.js'
-import { apiProblems, emptyResponse, IdParams, jsonResponse, ListEnvelope, NoQuery } from '../http/schemas.js'
+import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
@@ -143,7 +143,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       if (body === undefined) {
         throw notFound()
       }
-      return sendRawJson(reply, 200, body)
+      return sendAnswer(reply, { status: 200, body, location: null })
     },
   )
 
@@ -175,7 +175,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       if (!updated) {
         throw notFound()
       }
-      return sendRawJson(reply, 200, updated.body)
+      return sendAnswer(reply, { status: 200, body: updated.body, location: null })
     },
   )
 

@@ -1,22 +1,12 @@
 // GET /api/v1/events: the account's change events, with the same cursor paging as every list.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { type Static, Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
+import { apiProblems, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
-import { apiProblems, jsonResponse, ListEnvelope, ListQuery } from '../http/schemas.js'
-import { EVENT_TYPES, EventSchema } from './events.js'
+import { EventSchema, ListEventsQuery } from './events.js'
 import { listEventRows } from './events.store.js'
-
-const ListEventsQuery = Type.Object(
-  {
-    ...ListQuery,
-    type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))),
-  },
-  { additionalProperties: false },
-)
-export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
 
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get(

@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { PageRow } from '../http/pagination.js'
-import type { ListEventsFilters } from './events.routes.js'
+import type { ListEventsFilters } from './events.js'
 
 export async function listEventRows(
   db: Kysely<Database>,

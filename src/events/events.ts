@@ -1,8 +1,9 @@
-// Events: every change to a resource is recorded in the same transaction as the change (outbox).
+// Events: their schema and list query; every change to a resource is recorded in the same
+// transaction as the change (outbox).
 import { type Static, Type } from '@sinclair/typebox'
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../db/schema.js'
-import { PrefixedId, Timestamp } from '../http/schemas.js'
+import { ListQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
 
 export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
@@ -23,6 +24,16 @@ export const EventSchema = Type.Object(
   { $id: 'Event', additionalProperties: false },
 )
 export type Event = Static<typeof EventSchema>
+
+/** GET /events: the paging parameters and an optional type. */
+export const ListEventsQuery = Type.Object(
+  {
+    ...ListQuery,
+    type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))),
+  },
+  { additionalProperties: false },
+)
+export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
 
 export async function recordEvent(
   trx: Transaction<Database> | Kysely<Database>,

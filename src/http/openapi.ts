@@ -4,7 +4,7 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { ERROR_CODES, statusOf, titleOf } from './errors.js'
-import { operationsProblems } from './schemas.js'
+import { operationsProblems } from './openapi-responses.js'
 
 // The probes' routes (observability/health.ts) declare what they answer when all is well; their
 // documentation adds what every route can answer, and says what each probe checks.

@@ -1,7 +1,7 @@
 // Keyset pagination shared by every list: limit bounds, signed opaque cursors, the envelope.
 
 import crypto from 'node:crypto'
-import { type TSchema, Type } from '@sinclair/typebox'
+import { Type } from '@sinclair/typebox'
 import type { FastifyReply } from 'fastify'
 import { safeEqual } from '../lib/crypto.js'
 import { AppError } from './errors.js'
@@ -29,14 +29,6 @@ export const PageQuery = {
     }),
   ),
 }
-
-export const PageEnvelope = <T extends TSchema>(name: string, item: T) =>
-  Type.Object({
-    [name]: Type.Array(item),
-    next_cursor: Type.Union([Type.String(), Type.Null()], {
-      description: 'Pass as `after` for the next page; null at the end of the list.',
-    }),
-  })
 
 export interface CursorScope {
   /** Which list ("contacts", "events"): a cursor never crosses lists. */

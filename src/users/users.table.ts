@@ -24,7 +24,7 @@ export interface SessionsTable {
   expires_at: string
 }
 
-/** A failed sign-in, counted against its key for the sign-in throttle (src/web/throttle.ts). */
+/** A failed sign-in, counted against its key for the sign-in throttle (src/rate-limit/sign-in-throttle.ts). */
 export interface SignInFailuresTable {
   /** Random: two failures of one key in one millisecond are two rows. */
   id: string

@@ -1,18 +1,14 @@
 // Settings → "API & Webhooks" under /app/:accountId/settings/api: list, create, revoke, roll keys.
-// Keys issued here are the same keys the API and the CLI accept.
-import type { FastifyInstance, FastifyRequest } from 'fastify'
-import type { Transaction } from 'kysely'
+// Keys change through api-keys/key-lifecycle.ts, as from the CLI, so they are the same keys the
+// API accepts; here each change is made by the signed-in person and counts against the account's
+// hourly budget of key changes.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import {
-  expireApiKeyAt,
-  findApiKey,
-  issueApiKey,
-  listApiKeys,
-  listKeyUsage,
-  revokeApiKey,
-} from '../api-keys/api-keys.store.js'
-import { type AuditEntry, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit, recordAudit } from '../audit/audit.js'
-import type { Database } from '../db/schema.js'
+import { findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
+import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
+import { type AuditActor, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { formValues } from './forms.js'
@@ -26,7 +22,7 @@ import {
   USAGE_DAYS,
 } from './pages/api-settings-page.js'
 import type { Render } from './render.js'
-import { accountContext as accountPage } from './request-context.js'
+import { accountContext } from './request-context.js'
 
 const HOUR = 3600 * 1000
 const DURATIONS: Record<string, number> = {
@@ -40,10 +36,23 @@ const DURATIONS: Record<string, number> = {
 }
 const NOTICES: Record<string, string> = { revoked: 'The key was revoked.' }
 
-export async function apiSettingsRoutes(
-  app: FastifyInstance,
-  { deps, render }: { deps: Deps; render: Render },
-): Promise<void> {
+// The routes' inputs. Every input gets a page, so one that fails its schema (a field sent twice, a
+// JSON body) is attached to the request (attachValidation), never answered with Fastify's JSON 400:
+// the handlers read forms through formValues (anything but a string is '') and check them. Forms
+// also carry _csrf (checked in web.routes.ts), so their schemas allow more properties.
+const SettingsQuery = Type.Object({ notice: Type.Optional(Type.String()) })
+const KeyParams = Type.Object({ keyId: Type.String() })
+const CreateKeyForm = Type.Object({
+  name: Type.Optional(Type.String()),
+  scope: Type.Optional(Type.String()),
+  expires: Type.Optional(Type.String()),
+})
+const RollKeyForm = Type.Object({ overlap: Type.Optional(Type.String()) })
+
+export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
+  app,
+  { deps, render },
+) => {
   const { db } = deps.database
   const prefix = deps.config.keyPrefix
 
@@ -78,17 +87,9 @@ export async function apiSettingsRoutes(
     return found
   }
 
-  /**
-   * A change to the account's keys and its audit entry, in one transaction, within the account's
-   * hourly budget of key changes (429 beyond it, nothing changed).
-   */
-  async function changeKeys<T>(
-    request: FastifyRequest,
-    now: Date,
-    change: (trx: Transaction<Database>, now: Date) => Promise<{ result: T; audit: Omit<AuditEntry, 'actor'> }>,
-  ): Promise<T> {
-    const { account, user } = accountPage(request)
-    const wait = await keyChangeRetryAfter(db, account.id, now)
+  /** Within the account's hourly budget of key changes (the audit log counts them), or 429 and nothing changes. */
+  async function checkKeyChangeBudget(accountId: string, now: Date): Promise<void> {
+    const wait = await keyChangeRetryAfter(db, accountId, now)
     if (wait > 0) {
       throw new AppError(
         'rate_limited',
@@ -96,117 +97,106 @@ export async function apiSettingsRoutes(
         { headers: { 'retry-after': String(wait) } },
       )
     }
-    return db.transaction().execute(async (trx) => {
-      const { result, audit } = await change(trx, now)
-      await recordAudit(trx, account.id, { ...audit, actor: { userId: user.id, ip: request.ip } }, now)
-      return result
-    })
   }
 
-  /** The key is revoked already; a lost push only delays other instances by their cache TTL. */
-  async function pushRevocation(request: FastifyRequest, keyId: string, keyHash: string): Promise<void> {
-    if (!(await deps.keyRevocations.publish(keyHash))) {
+  const actorOf = (request: FastifyRequest): AuditActor => ({ userId: accountContext(request).user.id, ip: request.ip })
+
+  /** The key is revoked or rolled already; a lost push only delays other instances by their cache TTL. */
+  function warnIfNotPushed(request: FastifyRequest, keyId: string, pushed: boolean): void {
+    if (!pushed) {
       request.log.warn({ keyId }, 'revocation push failed: other instances refuse the key within their cache TTL')
     }
   }
 
-  app.get('/settings/api', async (request, reply) => {
-    const { account } = accountPage(request)
-    const now = deps.clock.now()
-    const notice = NOTICES[(request.query as { notice?: string }).notice ?? '']
-    const data = await pageData(account.id, now)
-    return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
-  })
-
-  app.post('/settings/api/keys', async (request, reply) => {
-    const { account } = accountPage(request)
-    const values = formValues(request, ['name', 'scope', 'expires'])
-    const name = values.name.trim()
-    const now = deps.clock.now()
-    if (
-      name.length === 0 ||
-      name.length > 100 ||
-      !(values.expires in EXPIRY_CHOICES) ||
-      !['full', 'read'].includes(values.scope)
-    ) {
+  app.get(
+    '/settings/api',
+    { schema: { querystring: SettingsQuery }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const now = deps.clock.now()
+      const notice = NOTICES[request.query.notice ?? '']
       const data = await pageData(account.id, now)
-      const error =
-        name.length === 0 || name.length > 100
-          ? 'Give the key a name of 1 to 100 characters.'
+      return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
+    },
+  )
+
+  app.post(
+    '/settings/api/keys',
+    { schema: { body: CreateKeyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const values = formValues(request, ['name', 'scope', 'expires'])
+      const name = values.name.trim()
+      const now = deps.clock.now()
+      const badName = name.length === 0 || name.length > KEY_NAME_MAX
+      if (badName || !(values.expires in EXPIRY_CHOICES) || !['full', 'read'].includes(values.scope)) {
+        const data = await pageData(account.id, now)
+        const error = badName
+          ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
           : 'Choose the access and expiry from the lists.'
-      return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
-    }
-    const duration = DURATIONS[values.expires]
-    const { apiKey, secret } = await changeKeys(request, now, async (trx) => {
-      const issued = await issueApiKey(trx, account.id, {
-        name,
-        scopes: values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES,
-        expiresAt: values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration),
-        now,
-        prefix,
-      })
-      const { id, scopes, expires_at } = issued.apiKey
-      return {
-        result: issued,
-        audit: { action: 'api_key.created', targetId: id, detail: { name, scopes, expires_at } },
+        return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
       }
-    })
-    // Rendered, not redirected to: the secret must never be reachable by a GET.
-    return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
-  })
+      await checkKeyChangeBudget(account.id, now)
+      const duration = DURATIONS[values.expires]
+      const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
+      const expiresAt = values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration)
+      const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
+      // Rendered, not redirected to: the secret must never be reachable by a GET.
+      return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
+    },
+  )
 
-  app.get('/settings/api/keys/:keyId/revoke', async (request, reply) => {
-    const { account } = accountPage(request)
-    const { apiKey } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    const { rows } = await keyRows(account.id, deps.clock.now())
-    const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
-    return render(request, reply, (c) => revokeConfirmPage(c, { accountId: account.id, key: apiKey, requests }))
-  })
+  app.get(
+    '/settings/api/keys/:keyId/revoke',
+    { schema: { params: KeyParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      const { rows } = await keyRows(account.id, deps.clock.now())
+      const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
+      return render(request, reply, (c) => revokeConfirmPage(c, { accountId: account.id, key: apiKey, requests }))
+    },
+  )
 
-  app.post('/settings/api/keys/:keyId/revoke', async (request, reply) => {
-    const { account } = accountPage(request)
-    const { apiKey, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    if (apiKey.revoked_at === null) {
-      await changeKeys(request, deps.clock.now(), async (trx, now) => {
-        await revokeApiKey(trx, account.id, apiKey.id, now)
-        return {
-          result: null,
-          audit: { action: 'api_key.revoked', targetId: apiKey.id, detail: { name: apiKey.name } },
-        }
-      })
-    }
-    await pushRevocation(request, apiKey.id, keyHash)
-    return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
-  })
+  app.post(
+    '/settings/api/keys/:keyId/revoke',
+    { schema: { params: KeyParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const key = await findKeyOr404(account.id, request.params.keyId)
+      const now = deps.clock.now()
+      // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
+      if (key.apiKey.revoked_at === null) {
+        await checkKeyChangeBudget(account.id, now)
+      }
+      const { pushed } = await revokeKey(deps, key, actorOf(request), now)
+      warnIfNotPushed(request, key.apiKey.id, pushed)
+      return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
+    },
+  )
 
-  app.post('/settings/api/keys/:keyId/roll', async (request, reply) => {
-    const { account } = accountPage(request)
-    const { apiKey: old, keyHash } = await findKeyOr404(account.id, (request.params as { keyId: string }).keyId)
-    const { overlap } = formValues(request, ['overlap'])
-    const duration = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
-    if (duration === undefined || old.revoked_at !== null) {
-      throw new AppError('not_found', 'This key cannot be rolled.')
-    }
-    const { apiKey, secret } = await changeKeys(request, deps.clock.now(), async (trx, now) => {
-      const oldExpiresAt = new Date(now.getTime() + duration)
-      await expireApiKeyAt(trx, account.id, old.id, oldExpiresAt)
-      const issued = await issueApiKey(trx, account.id, {
-        name: old.name,
-        scopes: old.scopes,
-        expiresAt: null,
-        now,
-        prefix,
-      })
-      const detail = { name: old.name, new_key_id: issued.apiKey.id, old_key_expires_at: oldExpiresAt.toISOString() }
-      return { result: issued, audit: { action: 'api_key.rolled', targetId: old.id, detail } }
-    })
-    await pushRevocation(request, old.id, keyHash)
-    const rolledFrom = (await findKeyOr404(account.id, old.id)).apiKey
-    return render(
-      request,
-      reply,
-      (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, rolledFrom }),
-      201,
-    )
-  })
+  app.post(
+    '/settings/api/keys/:keyId/roll',
+    { schema: { params: KeyParams, body: RollKeyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const old = await findKeyOr404(account.id, request.params.keyId)
+      const { overlap } = formValues(request, ['overlap'])
+      const overlapMs = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
+      if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
+        throw new AppError('not_found', 'This key cannot be rolled.')
+      }
+      const now = deps.clock.now()
+      await checkKeyChangeBudget(account.id, now)
+      const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
+      warnIfNotPushed(request, old.apiKey.id, pushed)
+      const rolledFrom = (await findKeyOr404(account.id, old.apiKey.id)).apiKey
+      return render(
+        request,
+        reply,
+        (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, rolledFrom }),
+        201,
+      )
+    },
+  )
 }

@@ -6,13 +6,13 @@ import { normalizeEmail } from '../contacts/contacts.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { clientKey } from '../rate-limit/client-key.js'
+import { createThrottle, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
 import { createSession, deleteSession } from '../users/sessions.store.js'
 import { createUserWithAccount, findUserByEmail } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
 import { type FormErrors, signInPage, signUpPage } from './pages/auth-pages.js'
 import type { Render } from './render.js'
 import { type CookieOptions, clearSessionCookie, SESSION_COOKIE, setSessionCookie } from './session.js'
-import { createThrottle, SIGN_IN_WINDOW_MS } from './throttle.js'
 
 const PASSWORD_MIN = 10
 

@@ -4,7 +4,7 @@ import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { shownKey, signUp, webClient } from '../../test/web-client.js'
 import { buildApp } from '../app.js'
 import { manualClock } from '../lib/clock.js'
-import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './throttle.js'
+import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
 
 const ANY_FULL_KEY = /service_live_[A-Za-z0-9]{32}/
 const FORM_TYPE = 'application/x-www-form-urlencoded'
@@ -328,6 +328,13 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       })
       expect(res.statusCode).toBe(400)
       expect(res.body).toContain('Give the key a name of 1 to 100 characters.')
+      const long = await client.post(`/app/${accountId}/settings/api/keys`, {
+        name: 'x'.repeat(101),
+        scope: 'full',
+        expires: 'never',
+      })
+      expect(long.statusCode).toBe(400)
+      expect(long.body).toContain('Give the key a name of 1 to 100 characters.')
       const odd = await client.post(`/app/${accountId}/settings/api/keys`, {
         name: 'X',
         scope: 'admin',

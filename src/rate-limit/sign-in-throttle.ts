@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { sha256Hex } from '../lib/crypto.js'
+import { retryAfter, windowStart } from './sliding-window.js'
 
 /** The window in which sign-in failures count. */
 export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000
@@ -20,26 +21,21 @@ export interface Throttle {
  * count). Keys are stored as digests: the table never holds the emails people typed.
  */
 export function createThrottle(db: Kysely<Database>, kind: string, maxFailures: number, windowMs: number): Throttle {
+  const window = { max: maxFailures, windowMs }
   const digest = (key: string) => sha256Hex(`${kind}:${key}`)
-  const windowStart = (now: Date) => new Date(now.getTime() - windowMs).toISOString()
   return {
     async retryAfter(key, now) {
-      const recent = await db
-        .selectFrom('sign_in_failures')
-        .select('at')
-        .where('key', '=', digest(key))
-        .where('at', '>', windowStart(now))
-        .orderBy('at', 'desc')
-        .limit(maxFailures)
-        .execute()
-      const oldest = recent[maxFailures - 1]
-      return oldest ? Math.max(1, Math.ceil((Date.parse(oldest.at) + windowMs - now.getTime()) / 1000)) : 0
+      return retryAfter(db.selectFrom('sign_in_failures').where('key', '=', digest(key)), window, now)
     },
     async fail(key, now) {
       const hashed = digest(key)
       await db.transaction().execute(async (trx) => {
         // Failures older than the window no longer count: the key's rows stay few.
-        await trx.deleteFrom('sign_in_failures').where('key', '=', hashed).where('at', '<=', windowStart(now)).execute()
+        await trx
+          .deleteFrom('sign_in_failures')
+          .where('key', '=', hashed)
+          .where('at', '<=', windowStart(now, windowMs))
+          .execute()
         await trx
           .insertInto('sign_in_failures')
           .values({ id: randomUUID(), key: hashed, at: now.toISOString() })
@@ -56,7 +52,7 @@ export function createThrottle(db: Kysely<Database>, kind: string, maxFailures: 
 export async function purgeSignInFailures(db: Kysely<Database>, now: Date, windowMs: number): Promise<number> {
   const result = await db
     .deleteFrom('sign_in_failures')
-    .where('at', '<=', new Date(now.getTime() - windowMs).toISOString())
+    .where('at', '<=', windowStart(now, windowMs))
     .executeTakeFirst()
   return Number(result.numDeletedRows)
 }

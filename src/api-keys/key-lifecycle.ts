@@ -1,0 +1,114 @@
+// The lifecycle of an API key: issue, revoke, roll. The command line and the web application both
+// change keys here. Each change commits with its audit entry; then a revoked or rolled-out key is
+// pushed to every instance, so their verification caches forget it at once (DESIGN §5).
+import type { Kysely } from 'kysely'
+import { type AuditActor, recordAudit } from '../audit/audit.js'
+import type { Database } from '../db/schema.js'
+import { inTransaction, type OnCommit } from '../db/transaction.js'
+import type { Scope } from './api-key.js'
+import { type ApiKey, expireApiKeyAt, issueApiKey, revokeApiKey, type StoredApiKey } from './api-keys.store.js'
+import type { KeyRevocations } from './key-revocations.js'
+
+/** The longest key name, in characters, wherever a key is named (the web form, the CLI's --name). */
+export const KEY_NAME_MAX = 100
+
+/** What a key change uses; the composition root's Deps is one. */
+export interface KeyLifecycleDeps {
+  readonly database: { readonly db: Kysely<Database> }
+  readonly config: { readonly keyPrefix: string }
+  readonly keyRevocations: Pick<KeyRevocations, 'publish'>
+}
+
+export interface NewKey {
+  name: string
+  scopes: Scope[]
+  expiresAt: Date | null
+}
+
+export interface IssuedKey {
+  apiKey: ApiKey
+  /** The key itself, to be shown this once: only its digest is stored. */
+  secret: string
+}
+
+/**
+ * Whether the other instances heard of a revoked or rolled-out key. False when the push was lost:
+ * the change is committed all the same, and their cache TTL bounds the delay.
+ */
+export interface Pushed {
+  pushed: boolean
+}
+
+/** Issues a key to the account, with its audit entry. */
+export async function issueKey(
+  deps: KeyLifecycleDeps,
+  accountId: string,
+  key: NewKey,
+  actor: AuditActor,
+  now: Date,
+): Promise<IssuedKey> {
+  return inTransaction(deps.database.db, async (trx) => {
+    const issued = await issueApiKey(trx, accountId, { ...key, now, prefix: deps.config.keyPrefix })
+    const { id, name, scopes, expires_at } = issued.apiKey
+    const detail = { name, scopes, expires_at }
+    await recordAudit(trx, accountId, { action: 'api_key.created', targetId: id, actor, detail }, now)
+    return issued
+  })
+}
+
+/**
+ * Revokes the key, with its audit entry, and pushes the revocation. Idempotent: a key revoked
+ * already keeps its first revocation and gets no second entry, but is pushed again.
+ */
+export async function revokeKey(
+  deps: KeyLifecycleDeps,
+  { apiKey, keyHash }: StoredApiKey,
+  actor: AuditActor,
+  now: Date,
+): Promise<Pushed> {
+  const push = await inTransaction(deps.database.db, async (trx, onCommit) => {
+    if (await revokeApiKey(trx, apiKey.account_id, apiKey.id, now)) {
+      const detail = { name: apiKey.name }
+      await recordAudit(trx, apiKey.account_id, { action: 'api_key.revoked', targetId: apiKey.id, actor, detail }, now)
+    }
+    return pushAfterCommit(deps, onCommit, keyHash)
+  })
+  return { pushed: push.sent }
+}
+
+/**
+ * Rolls the key: a new key with its name and scopes, while the old one expires `overlapMs` from
+ * now (0: at once) and is pushed out. One audit entry, on the old key, names the new one.
+ */
+export async function rollKey(
+  deps: KeyLifecycleDeps,
+  { apiKey: old, keyHash }: StoredApiKey,
+  overlapMs: number,
+  actor: AuditActor,
+  now: Date,
+): Promise<IssuedKey & Pushed> {
+  const { issued, push } = await inTransaction(deps.database.db, async (trx, onCommit) => {
+    const oldExpiresAt = new Date(now.getTime() + overlapMs)
+    await expireApiKeyAt(trx, old.account_id, old.id, oldExpiresAt)
+    const issued = await issueApiKey(trx, old.account_id, {
+      name: old.name,
+      scopes: old.scopes,
+      expiresAt: null,
+      now,
+      prefix: deps.config.keyPrefix,
+    })
+    const detail = { name: old.name, new_key_id: issued.apiKey.id, old_key_expires_at: oldExpiresAt.toISOString() }
+    await recordAudit(trx, old.account_id, { action: 'api_key.rolled', targetId: old.id, actor, detail }, now)
+    return { issued, push: pushAfterCommit(deps, onCommit, keyHash) }
+  })
+  return { ...issued, pushed: push.sent }
+}
+
+/** Registers the push of a key's revocation; `sent` tells how it went once the transaction returns. */
+function pushAfterCommit(deps: KeyLifecycleDeps, onCommit: OnCommit, keyHash: string): { sent: boolean } {
+  const push = { sent: false }
+  onCommit(async () => {
+    push.sent = await deps.keyRevocations.publish(keyHash)
+  })
+  return push
+}
