@@ -129,7 +129,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const name = values.name.trim()
       const now = deps.clock.now()
       const badName = name.length === 0 || name.length > KEY_NAME_MAX
-      if (badName || !(values.expires in EXPIRY_CHOICES) || !['full', 'read'].includes(values.scope)) {
+      if (badName || !Object.hasOwn(EXPIRY_CHOICES, values.expires) || !['full', 'read'].includes(values.scope)) {
         const data = await pageData(account.id, now)
         const error = badName
           ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
@@ -182,7 +182,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const { account } = accountContext(request)
       const old = await findKeyOr404(account.id, request.params.keyId)
       const { overlap } = formValues(request, ['overlap'])
-      const overlapMs = overlap in OVERLAP_CHOICES ? DURATIONS[overlap] : undefined
+      const overlapMs = Object.hasOwn(OVERLAP_CHOICES, overlap) ? DURATIONS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
         throw new AppError('not_found', 'This key cannot be rolled.')
       }

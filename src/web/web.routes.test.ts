@@ -341,6 +341,14 @@ describe.each(testDialects())('web app on %s', (dialect) => {
         expires: 'never',
       })
       expect(odd.statusCode).toBe(400)
+      // Inherited property names are not choices (they were read with `in` and gave a 500).
+      const inherited = await client.post(`/app/${accountId}/settings/api/keys`, {
+        name: 'X',
+        scope: 'full',
+        expires: 'toString',
+      })
+      expect(inherited.statusCode).toBe(400)
+      expect(inherited.body).toContain('Choose the access and expiry from the lists.')
       expect(await keyCount(accountId)).toBe(0)
     })
 
@@ -399,6 +407,10 @@ describe.each(testDialects())('web app on %s', (dialect) => {
 
       const newId = (await me(newKey)).json().api_key.id
       await client.get(`/app/${accountId}/settings/api`)
+      // An inherited property name is not an overlap choice (read with `in`, it gave a 500).
+      const inherited = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, { overlap: 'toString' })
+      expect(inherited.statusCode).toBe(404)
+      expect((await me(newKey)).statusCode).toBe(200)
       const now = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, { overlap: 'now' })
       expect((await me(newKey)).statusCode).toBe(401)
       expect((await me(shownKey(now.body) as string)).statusCode).toBe(200)
