@@ -1,13 +1,13 @@
 // The two plans of the `q` and `updated_after` filters (few matches: driven by an index and sorted;
 // many: the id walk) must give the same pages. Through HTTP a test reaches only the few-matches
-// plan with a handful of contacts, so this calls the store with the threshold at both extremes.
+// plan with a handful of contacts, so this calls the planner with the threshold at both extremes.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { createContact } from '../../test/helpers.js'
 import { manualClock } from '../lib/clock.js'
+import { listContactRows, prefixUpperBound } from './contacts.list-query.js'
 import type { ListContactsFilters } from './contacts.schemas.js'
-import { listContactRows, prefixUpperBound } from './contacts.store.js'
 
 describe('prefixUpperBound', () => {
   it('is the least string above every string with the prefix, in code-point order', () => {
@@ -60,7 +60,7 @@ describe.each(testDialects())('list plans on %s', (dialect) => {
     const names: string[] = []
     let afterId: string | undefined
     for (;;) {
-      const rows = await listContactRows(t.db, acme.id, { ...filters, afterId, fetch: limit + 1, indexedMax })
+      const rows = await listContactRows(t.db, acme.id, { ...filters, afterId, fetch: limit + 1 }, indexedMax)
       const page = rows.slice(0, limit)
       names.push(...page.map((row) => JSON.parse(row.body).first_name as string))
       if (rows.length <= limit) {
