@@ -1,10 +1,11 @@
 // Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete, CSV).
 // Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written with the
 // API's store functions, so the pages and the API cannot disagree.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import {
   IMPORT_MAX_BYTES,
@@ -51,6 +52,22 @@ const NOTICES: Record<string, string> = {
   deleted: 'The contact was deleted.',
 }
 
+/**
+ * A query parameter as the parser gives it: text, or a list when the link repeats it. The route
+ * schemas accept any such value, and the handler checks it, so a bad link gets a page that says what
+ * is wrong rather than the generic error: Fastify validates before the account's membership (404)
+ * is checked, too.
+ */
+const QueryValue = Type.Union([Type.String(), Type.Array(Type.String())])
+const ContactsListQuery = Type.Object({
+  q: Type.Optional(QueryValue),
+  tag: Type.Optional(QueryValue),
+  after: Type.Optional(QueryValue),
+  notice: Type.Optional(QueryValue),
+})
+/** Any text: an id that is not one of this account's contacts, well-formed or not, is the 404 page. */
+const ContactParams = Type.Object({ id: Type.String() })
+
 /** The list's filters, checked with the API's own query schema. */
 const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
 const FILTER_NAMES: Record<string, string> = { q: 'search', tag: 'tag' }
@@ -91,25 +108,25 @@ function contactFormValues(contact: Contact): ContactFormValues {
   return Object.fromEntries(CONTACT_FORM_FIELDS.map((name) => [name, text[name]])) as ContactFormValues
 }
 
-export async function contactsPagesRoutes(
-  app: FastifyInstance,
-  { deps, render }: { deps: Deps; render: Render },
-): Promise<void> {
+export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
+  app,
+  { deps, render },
+) => {
   const { db } = deps.database
   const now = () => deps.clock.now().toISOString()
   const base = (accountId: string) => `/app/${accountId}/contacts`
 
-  async function findContactOr404(accountId: string, request: FastifyRequest): Promise<Contact> {
-    const body = await findContactBody(db, accountId, (request.params as { id: string }).id)
+  async function findContactOr404(accountId: string, id: string): Promise<Contact> {
+    const body = await findContactBody(db, accountId, id)
     if (body === undefined) {
       throw notFound()
     }
     return parseStoredContact(body)
   }
 
-  app.get('/contacts', async (request, reply) => {
+  app.get('/contacts', { schema: { querystring: ContactsListQuery } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const query = request.query as Record<string, unknown>
+    const { query } = request
     const bad = (message: string) =>
       render(request, reply, (c) => badListRequestPage(c, { accountId: account.id, message }), 400)
 
@@ -171,7 +188,7 @@ export async function contactsPagesRoutes(
       return search ? `${base(account.id)}?${search}` : base(account.id)
     }
     const last = page[page.length - 1]
-    const notice = NOTICES[typeof query.notice === 'string' ? query.notice : '']
+    const notice = typeof query.notice === 'string' ? NOTICES[query.notice] : undefined
     return render(request, reply, (c) =>
       contactsListPage(c, {
         accountId: account.id,
@@ -345,17 +362,17 @@ export async function contactsPagesRoutes(
     return render(request, reply, (c) => importPage(c, { ...view, result }))
   })
 
-  app.get('/contacts/:id', async (request, reply) => {
+  app.get('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const contact = await findContactOr404(account.id, request)
+    const contact = await findContactOr404(account.id, request.params.id)
     return render(request, reply, (c) =>
       contactFormPage(c, { accountId: account.id, contact, values: contactFormValues(contact) }),
     )
   })
 
-  app.post('/contacts/:id', async (request, reply) => {
+  app.post('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const contact = await findContactOr404(account.id, request)
+    const contact = await findContactOr404(account.id, request.params.id)
     const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
       if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
         throw notFound()
@@ -364,17 +381,15 @@ export async function contactsPagesRoutes(
     return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
   })
 
-  app.get('/contacts/:id/delete', async (request, reply) => {
+  app.get('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const contact = await findContactOr404(account.id, request)
+    const contact = await findContactOr404(account.id, request.params.id)
     return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
   })
 
-  app.post('/contacts/:id/delete', async (request, reply) => {
+  app.post('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    if (
-      !(await inTransaction(db, (trx) => deleteContact(trx, account.id, (request.params as { id: string }).id, now())))
-    ) {
+    if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
       throw notFound()
     }
     return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
