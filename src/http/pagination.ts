@@ -8,10 +8,10 @@ import { AppError } from './errors.js'
 
 export const PAGE_SIZE_DEFAULT = 50
 export const PAGE_SIZE_MAX = 100
-// 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
 /** Every cursor issued is far shorter (about 150 characters: ids, a digest and a signature). */
 export const CURSOR_MAX = 1024
 
+// 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
 const CURSOR_VERSION = 2
 
 export const PageQuery = {
