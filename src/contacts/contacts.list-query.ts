@@ -1,11 +1,15 @@
 // The contacts list query: which plan serves a page, and the SQL of each filter combination.
 //
-// A list request is the hottest query of the API, so each combination of filters (its "shape") is
-// built with Kysely once per database handle, compiled, and kept as a template: the SQL text and,
-// for each parameter position, the name of the value that goes there (its slot). To learn the
-// slots, the query is built with markers in place of values: a string "\u0000<slot>" for text, and
-// FETCH_MARKER / INDEXED_MAX_MARKER for the two LIMITs (Kysely wants numbers there). A request then
-// runs the template with its own values in slot order. Markers and slots never leave this module.
+// With `q` or `updated_after`, a probe first counts the matching index entries, up to a bound, to
+// choose between two plans (see INDEXED_MAX). A list request is the hottest query of the API, so
+// each combination of filters and plan (its "shape") is built with Kysely once per database handle,
+// compiled, and kept as a template: the SQL text and, for each parameter position, the name of the
+// value that goes there (its slot). To learn the slots, the query is built with markers in place
+// of values: the string "\u0000<slot>" for a text value, and FETCH_MARKER / INDEXED_MAX_MARKER, two
+// negative numbers no real limit takes, for the LIMITs (Kysely wants numbers there). Kysely passes
+// every value as a parameter, so each marker comes back as one parameter, which names its slot. A
+// request then runs the template with its own values in slot order. Markers, slots and templates
+// never leave this module: callers pass filters and get rows.
 import { CompiledQuery, sql } from 'kysely'
 import { PLAN_PER_CALL } from '../db/database.js'
 import type { Db } from '../db/transaction.js'

@@ -81,7 +81,8 @@ export async function upsertContact(
 ): Promise<StoredContact & { created: boolean }> {
   const current = await lockContact(trx, accountId, { email: input.email })
   if (current) {
-    return { ...(await updateLockedContact(trx, accountId, current, input, now)), created: false }
+    const { contact, body } = await updateLockedContact(trx, accountId, current, input, now)
+    return { contact, body, created: false }
   }
   return { ...(await createContact(trx, accountId, input, now)), created: true }
 }
