@@ -10,8 +10,9 @@ import type { ContactField, ContactInput } from './contacts.schemas.js'
 export const IMPORT_MAX_BYTES = 5 * 1024 * 1024
 export const IMPORT_MAX_ROWS = 10_000
 
-/** Exported for reference, ignored on import: they are not writable. */
-const IGNORED_COLUMNS = new Set<CsvColumn>(['id', 'created_at', 'updated_at'])
+/** The writable fields' columns; the others are exported for reference and ignored on import. */
+const isFieldColumn = (column: CsvColumn): column is ContactField =>
+  column !== 'id' && column !== 'created_at' && column !== 'updated_at'
 
 export interface ImportError {
   /** Spreadsheet numbering: the header is row 1, the first contact row 2. 0 for the whole file. */
@@ -134,17 +135,16 @@ function rowInput(columns: CsvColumn[], record: string[]): { input: ContactInput
   const input: Record<string, unknown> = {}
   const errors: FieldError[] = []
   columns.forEach((column, i) => {
-    if (IGNORED_COLUMNS.has(column)) {
+    if (!isFieldColumn(column)) {
       return
     }
-    const field = column as ContactField
     const cell = unguardCell(record[i] ?? '')
     if (cell.includes('\u0000')) {
-      errors.push({ field, message: 'Remove the NUL character (U+0000) from this cell.' })
+      errors.push({ field: column, message: 'Remove the NUL character (U+0000) from this cell.' })
       return
     }
     const empty = cell.trim() === ''
-    switch (field) {
+    switch (column) {
       case 'email':
         input.email = empty ? '' : cell
         break
@@ -153,7 +153,7 @@ function rowInput(columns: CsvColumn[], record: string[]): { input: ContactInput
       case 'phone':
       case 'company':
       case 'job_title':
-        input[field] = empty ? null : cell
+        input[column] = empty ? null : cell
         break
       case 'tags': {
         const tags = cell
@@ -168,7 +168,7 @@ function rowInput(columns: CsvColumn[], record: string[]): { input: ContactInput
         const problem = parsed === undefined || parsed === null ? undefined : customFieldsProblem(parsed)
         if (parsed === undefined) {
           errors.push({
-            field,
+            field: column,
             message:
               'Write the custom fields as a JSON object, like {"plan":"pro","seats":12}, or leave the cell empty.',
           })
@@ -181,7 +181,7 @@ function rowInput(columns: CsvColumn[], record: string[]): { input: ContactInput
       }
       default: {
         // A new writable field must be read here: this fails to compile until it is.
-        const unread: never = field
+        const unread: never = column
         throw new Error(`unread column ${String(unread)}`)
       }
     }
