@@ -4,7 +4,7 @@
 import SQLite from 'better-sqlite3'
 import { type CompiledQuery, Kysely, type LogEvent, PostgresDialect, SqliteDialect } from 'kysely'
 import pg from 'pg'
-import { type ListContactsOptions, listContactRows } from '../src/contacts/contacts.store.js'
+import { type ListContactsOptions, listContactRows } from '../src/contacts/contacts.list-query.js'
 import type { Database } from '../src/db/schema.js'
 
 export interface ExplainedFilter {

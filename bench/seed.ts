@@ -1,11 +1,11 @@
 // Seeds a benchmark database fast, without HTTP: one big account plus many small ones. Every row is
-// built by the project's own functions (createAccountWithKey, applyContactInput, toContactRow,
+// built by the project's own functions (createAccountWithKey, applyContactInput, toContactRows,
 // normalizePhone), so what is stored is exactly what the API writes; only the insert is bulk.
 // Events are not seeded: no scenario reads them, and new ones append at the right edge of their index.
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
-import { applyContactInput, emptyContact, normalizePhone, searchTerms, toContactRow } from '../src/contacts/contacts.js'
+import { applyContactInput, emptyContact, normalizePhone, toContactRows } from '../src/contacts/contacts.js'
 import type { ContactInput } from '../src/contacts/contacts.schemas.js'
 import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../src/contacts/contacts.table.js'
 import { openDatabase } from '../src/db/database.js'
@@ -142,13 +142,10 @@ function* contactBatches(
       contact = applyContactInput(contact, { job_title: 'Updated' }, updated)
     }
     onId(i + 1, contact.id)
-    batch.contacts.push(toContactRow(accountId, contact))
-    for (const tag of contact.tags) {
-      batch.tags.push({ account_id: accountId, tag, contact_id: contact.id })
-    }
-    for (const term of searchTerms(contact)) {
-      batch.terms.push({ account_id: accountId, term, contact_id: contact.id })
-    }
+    const rows = toContactRows(accountId, contact)
+    batch.contacts.push(rows.contact)
+    batch.tags.push(...rows.tags)
+    batch.terms.push(...rows.terms)
     if (batch.contacts.length >= batchSize) {
       yield batch
       batch = { contacts: [], tags: [], terms: [] }

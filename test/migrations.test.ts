@@ -6,6 +6,7 @@ import { createAccountWithKey } from '../src/accounts/accounts.js'
 import { createContact } from '../src/contacts/contacts.store.js'
 import type { DatabaseHandle } from '../src/db/database.js'
 import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
+import { inTransaction } from '../src/db/transaction.js'
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
 import { MIGRATIONS, TABLES } from './schema-expectations.js'
@@ -218,7 +219,7 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
       { first_name: 'Same', last_name: 'same' },
       { phone: '+44 1632 960961', job_title: 'no searchable value' },
     ]) {
-      await createContact(database.db, account.id, input, now)
+      await inTransaction(database.db, (trx) => createContact(trx, account.id, input, now))
     }
     const terms = () =>
       database.db

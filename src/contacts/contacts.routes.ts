@@ -1,6 +1,8 @@
 // /api/v1/contacts: create, upsert, get, update, delete, list.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
+import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
@@ -8,28 +10,46 @@ import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/
 import { sendPage } from '../http/pagination.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
+import { listContactRows } from './contacts.list-query.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
   createContact,
   deleteContact,
   findContactBody,
-  listContactRows,
+  orContactExists,
+  retryOnConflict,
   type StoredContact,
   updateContact,
   upsertContact,
 } from './contacts.store.js'
+
+/** The problems of every request with a JSON body, and of a POST that takes an Idempotency-Key. */
+const BODY_PROBLEMS = ['payload_too_large', 'unsupported_media_type'] as const
+const IDEMPOTENCY_PROBLEMS = ['idempotency_key_in_use', 'idempotency_key_reused'] as const
 
 const notFound = () => new AppError('not_found', 'No contact with this id exists in this account.')
 
 export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
   const now = () => deps.clock.now().toISOString()
-  /** A write's response, also what its Idempotency-Key replays. */
-  const answerOf = ({ contact, body }: StoredContact, created: boolean): IdempotentAnswer => ({
-    status: created ? 201 : 200,
-    body,
-    location: created ? `${deps.config.apiUrl}/api/v1/contacts/${contact.id}` : null,
-  })
+  /**
+   * A write's response, also what its Idempotency-Key replays: stored in the write's transaction,
+   * so the two commit together (a crash cannot leave a write whose retry would run it again).
+   */
+  const answerIn = async (
+    trx: Trx,
+    request: FastifyRequest,
+    { contact, body }: StoredContact,
+    created: boolean,
+  ): Promise<IdempotentAnswer> => {
+    const answer = {
+      status: created ? 201 : 200,
+      body,
+      location: created ? `${deps.config.apiUrl}/api/v1/contacts/${contact.id}` : null,
+    }
+    await answerWithWrite(request)?.(trx, answer)
+    return answer
+  }
 
   // '' (not '/'), so the list lives at /api/v1/contacts only, without a trailing-slash twin.
   app.get(
@@ -67,27 +87,18 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         body: ContactInputSchema,
         response: {
           201: jsonResponse(ContactSchema, 'The contact, created.'),
-          ...apiProblems(
-            'insufficient_scope',
-            'contact_exists',
-            'idempotency_key_in_use',
-            'idempotency_key_reused',
-            'payload_too_large',
-            'unsupported_media_type',
-          ),
+          ...apiProblems('insufficient_scope', 'contact_exists', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
         },
       },
     },
     async (request, reply) => {
-      const keep = answerWithWrite(request)
-      const stored = await createContact(
-        db,
-        authOf(request).account.id,
-        request.body,
-        now(),
-        keep && ((trx, written) => keep(trx, answerOf(written, true))),
+      const accountId = authOf(request).account.id
+      const answer = await orContactExists(db, accountId, request.body.email, () =>
+        inTransaction(db, async (trx) =>
+          answerIn(trx, request, await createContact(trx, accountId, request.body, now()), true),
+        ),
       )
-      return sendAnswer(reply, answerOf(stored, true))
+      return sendAnswer(reply, answer)
     },
   )
 
@@ -103,26 +114,18 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         response: {
           200: jsonResponse(ContactSchema, 'The contact with this email, updated.'),
           201: jsonResponse(ContactSchema, 'The contact, created.'),
-          ...apiProblems(
-            'insufficient_scope',
-            'idempotency_key_in_use',
-            'idempotency_key_reused',
-            'payload_too_large',
-            'unsupported_media_type',
-          ),
+          ...apiProblems('insufficient_scope', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
         },
       },
     },
     async (request, reply) => {
-      const keep = answerWithWrite(request)
-      const stored = await upsertContact(
-        db,
-        authOf(request).account.id,
-        request.body,
-        now(),
-        keep && ((trx, written, created) => keep(trx, answerOf(written, created))),
-      )
-      return sendAnswer(reply, answerOf(stored, stored.created))
+      const accountId = authOf(request).account.id
+      const at = now()
+      const answer = await retryOnConflict(db, async (trx) => {
+        const { created, ...stored } = await upsertContact(trx, accountId, request.body, at)
+        return answerIn(trx, request, stored, created)
+      })
+      return sendAnswer(reply, answer)
     },
   )
 
@@ -160,18 +163,15 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         body: ContactInputSchema,
         response: {
           200: jsonResponse(ContactSchema, 'The contact, updated (unchanged when nothing changed).'),
-          ...apiProblems(
-            'insufficient_scope',
-            'not_found',
-            'contact_exists',
-            'payload_too_large',
-            'unsupported_media_type',
-          ),
+          ...apiProblems('insufficient_scope', 'not_found', 'contact_exists', ...BODY_PROBLEMS),
         },
       },
     },
     async (request, reply) => {
-      const updated = await updateContact(db, authOf(request).account.id, request.params.id, request.body, now())
+      const accountId = authOf(request).account.id
+      const updated = await orContactExists(db, accountId, request.body.email, () =>
+        inTransaction(db, (trx) => updateContact(trx, accountId, request.params.id, request.body, now())),
+      )
       if (!updated) {
         throw notFound()
       }
@@ -192,7 +192,8 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       },
     },
     async (request, reply) => {
-      if (!(await deleteContact(db, authOf(request).account.id, request.params.id, now()))) {
+      const accountId = authOf(request).account.id
+      if (!(await inTransaction(db, (trx) => deleteContact(trx, accountId, request.params.id, now())))) {
         throw notFound()
       }
       return reply.code(204).send(null)

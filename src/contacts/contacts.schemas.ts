@@ -1,5 +1,5 @@
 // The contact's shapes: one TypeBox source for validation, types and the OpenAPI document.
-import { type Static, Type } from '@sinclair/typebox'
+import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { ListQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 export const STRING_MAX = 256
@@ -40,6 +40,22 @@ export const ContactSchema = Type.Object(
 )
 export type Contact = Static<typeof ContactSchema>
 
+/**
+ * The fields a client writes, stated once: the input schemas below, the CSV columns, the web form and
+ * the stored row are checked against this list, so a new field fails to compile where it is not handled.
+ */
+export const CONTACT_FIELDS = [
+  'email',
+  'first_name',
+  'last_name',
+  'phone',
+  'company',
+  'job_title',
+  'tags',
+  'custom_fields',
+] as const
+export type ContactField = (typeof CONTACT_FIELDS)[number]
+
 const writable = {
   email: Type.Optional(
     Nullable(Type.String({ maxLength: STRING_MAX, description: 'Trimmed; unique per account, case-insensitively.' })),
@@ -62,7 +78,7 @@ const writable = {
       }),
     ),
   ),
-}
+} satisfies Record<ContactField, TSchema>
 
 /** POST /contacts and PATCH /contacts/{id}: absent = unchanged, null clears. */
 export const ContactInputSchema = Type.Object(writable, { additionalProperties: false })

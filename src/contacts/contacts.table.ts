@@ -9,7 +9,7 @@ export interface ContactsTable {
   updated_at: string
   /**
    * The contact's API representation, serialized. It is the source of truth; the columns above
-   * are derived from it by `toContactRow`, so a page is spliced from strings, not rebuilt.
+   * are derived from it by `toContactRows`, so a page is spliced from strings, not rebuilt.
    */
   body: string
 }

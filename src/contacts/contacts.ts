@@ -1,14 +1,28 @@
-// Contact rules: normalization, the merge of an input into a contact, and the stored row.
+// Contact rules: normalization, the merge of an input into a contact, the stored rows derived
+// from a contact, and the checked parse of a stored one.
+import { FormatRegistry } from '@sinclair/typebox'
+import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { AppError, type FieldError } from '../http/errors.js'
-import { type Contact, type ContactInput, CUSTOM_FIELDS_MAX } from './contacts.schemas.js'
-import type { ContactsTable } from './contacts.table.js'
+import {
+  CONTACT_FIELDS,
+  type Contact,
+  type ContactField,
+  type ContactInput,
+  ContactSchema,
+  CUSTOM_FIELDS_MAX,
+} from './contacts.schemas.js'
+import type { ContactsTable, ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 
-const TEXT_FIELDS = ['first_name', 'last_name', 'company', 'job_title'] as const
+/** Free text, copied as given (the schema bounds it); the other fields have their own rule below. */
+const TEXT_FIELDS = ['first_name', 'last_name', 'company', 'job_title'] as const satisfies readonly ContactField[]
 
 // Pragmatic: one @, no spaces or quotes in the local part, a dotted domain of valid labels.
 const EMAIL =
   /^[^\s@"(),:;<>[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
+
+/** The form an email is compared in, and stored in `email_lower`: trimmed and lower-cased. */
+export const emailKey = (email: string): string => email.trim().toLowerCase()
 
 export function normalizeEmail(raw: string): string | undefined {
   const email = raw.trim()
@@ -101,29 +115,102 @@ function sameContent(a: Contact, b: Contact): boolean {
   return JSON.stringify(a) === JSON.stringify(b)
 }
 
+/**
+ * A contact's writable fields as text to edit, in a form or a CSV row: '' for null, the tags
+ * joined with `tagSeparator`, custom_fields as their JSON object.
+ */
+export function contactFieldsAsText(contact: Contact, tagSeparator: string): Record<ContactField, string> {
+  return {
+    email: contact.email ?? '',
+    first_name: contact.first_name ?? '',
+    last_name: contact.last_name ?? '',
+    phone: contact.phone ?? '',
+    company: contact.company ?? '',
+    job_title: contact.job_title ?? '',
+    tags: contact.tags.join(tagSeparator),
+    custom_fields: JSON.stringify(contact.custom_fields),
+  }
+}
+
 /** How `q` and the values it matches are compared: lower-cased, runs of white space as one space. */
 export function searchForm(text: string): string {
   return text.toLowerCase().replace(/\s+/g, ' ')
 }
 
-/** The distinct values `q` is a prefix match on: email, names and company (DESIGN §7), in search form. */
+/**
+ * Whether `q` is a prefix match on a field (DESIGN §7): every field must be placed here, so a new
+ * one is a compile error until it is decided.
+ */
+const SEARCHED: Record<ContactField, boolean> = {
+  email: true,
+  first_name: true,
+  last_name: true,
+  phone: false,
+  company: true,
+  job_title: false,
+  tags: false,
+  custom_fields: false,
+}
+const SEARCHED_FIELDS = CONTACT_FIELDS.filter((field) => SEARCHED[field])
+
+/** The distinct values `q` is a prefix match on, in search form. */
 export function searchTerms(contact: Contact): string[] {
-  const searchable = [contact.email, contact.first_name, contact.last_name, contact.company]
-  return [...new Set(searchable.filter((value): value is string => value !== null).map(searchForm))]
+  const terms = new Set<string>()
+  for (const field of SEARCHED_FIELDS) {
+    const value = contact[field]
+    if (typeof value === 'string') {
+      terms.add(searchForm(value))
+    }
+  }
+  return [...terms]
 }
 
-/** The stored row: the body is the contact serialized once; the other columns index it. */
-export function toContactRow(accountId: string, contact: Contact): ContactsTable {
+/** What a contact is stored as: its row, one row per tag, one row per search term. */
+export interface ContactRows {
+  contact: ContactsTable
+  tags: ContactTagsTable[]
+  terms: ContactTermsTable[]
+}
+
+/**
+ * The stored rows of a contact, derived from it by this one function (the store and the bench's
+ * seeding both use it): the body is the contact serialized once; the other columns and rows index it.
+ */
+export function toContactRows(accountId: string, contact: Contact): ContactRows {
+  const terms = searchTerms(contact)
   return {
-    account_id: accountId,
-    id: contact.id,
-    email_lower: contact.email?.toLowerCase() ?? null,
-    // Each value on its own line, so `LIKE '%\n' || q || '%'` is a prefix match on any of them.
-    search: searchTerms(contact)
-      .map((term) => `\n${term}`)
-      .join(''),
-    created_at: contact.created_at,
-    updated_at: contact.updated_at,
-    body: JSON.stringify(contact),
+    contact: {
+      account_id: accountId,
+      id: contact.id,
+      email_lower: contact.email === null ? null : emailKey(contact.email),
+      // Each value on its own line, so `LIKE '%\n' || q || '%'` is a prefix match on any of them.
+      search: terms.map((term) => `\n${term}`).join(''),
+      created_at: contact.created_at,
+      updated_at: contact.updated_at,
+      body: JSON.stringify(contact),
+    },
+    tags: contact.tags.map((tag) => ({ account_id: accountId, tag, contact_id: contact.id })),
+    terms: terms.map((term) => ({ account_id: accountId, term, contact_id: contact.id })),
   }
+}
+
+// TypeBox checks a format only when one is registered; stored timestamps are Date#toISOString.
+if (!FormatRegistry.Has('date-time')) {
+  FormatRegistry.Set('date-time', (value) =>
+    /^(?:\d{4}|[+-]\d{6})-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/i.test(value),
+  )
+}
+const storedContact = TypeCompiler.Compile(ContactSchema)
+
+/**
+ * A stored contact body, parsed and checked against ContactSchema: a body that is not a contact
+ * (a corrupt or hand-edited row) throws, naming the first problem, instead of flowing on typed.
+ */
+export function parseStoredContact(body: string): Contact {
+  const value: unknown = JSON.parse(body)
+  if (!storedContact.Check(value)) {
+    const problem = storedContact.Errors(value).First()
+    throw new Error(`stored contact is not a valid contact: ${problem?.path || '/'} ${problem?.message ?? ''}`.trim())
+  }
+  return value
 }

@@ -5,6 +5,7 @@ import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { expectProblem } from '../../test/helpers.js'
 import { buildApp } from '../app.js'
 import { createContact } from '../contacts/contacts.store.js'
+import { inTransaction } from '../db/transaction.js'
 import { manualClock } from '../lib/clock.js'
 
 describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) => {
@@ -78,7 +79,9 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
     const scraper = await t.createAccount('Scraper')
     // Seeded through the store, so the seeding spends none of the budget.
     for (let i = 0; i < 8; i++) {
-      await createContact(t.db, scraper.id, { first_name: `Row ${i}` }, clock.now().toISOString())
+      await inTransaction(t.db, (trx) =>
+        createContact(trx, scraper.id, { first_name: `Row ${i}` }, clock.now().toISOString()),
+      )
     }
     const statuses: number[] = []
     let after: string | undefined

@@ -4,9 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { signUp as signUpClient } from '../../test/web-client.js'
-import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv.js'
+import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
+import { parseStoredContact } from '../contacts/contacts.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
 import { createContact, findContactBody } from '../contacts/contacts.store.js'
+import { inTransaction } from '../db/transaction.js'
 
 interface Session {
   email: string
@@ -94,10 +96,11 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       { name: 'file', filename: 'contacts.csv', content: csv },
     ])
 
-  const seed = (s: Session, input: ContactInput) => createContact(t.db, s.accountId, input, now())
+  const seed = (s: Session, input: ContactInput) =>
+    inTransaction(t.db, (trx) => createContact(trx, s.accountId, input, now()))
   const stored = async (s: Session, id: string) => {
     const body = await findContactBody(t.db, s.accountId, id)
-    return body === undefined ? undefined : (JSON.parse(body) as Contact)
+    return body === undefined ? undefined : parseStoredContact(body)
   }
   /** Everything an account has stored, to prove a refused request changed nothing. */
   const snapshot = async (s: Session) => ({

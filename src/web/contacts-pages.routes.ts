@@ -1,30 +1,32 @@
 // Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete, CSV).
-// Inputs are checked with the API's schemas and rules (contacts.csv.ts) and written with the
+// Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written with the
 // API's store functions, so the pages and the API cannot disagree.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType } from '@sinclair/typebox/errors'
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
+import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import {
-  CSV_COLUMNS,
-  checkContactInput,
-  exportContactsCsv,
   IMPORT_MAX_BYTES,
   IMPORT_MAX_ROWS,
   type ImportError,
   parseContactsCsv,
-  ruleErrors,
-} from '../contacts/contacts.csv.js'
+} from '../contacts/contacts.csv-import.js'
+import { type ImportSummary, importContacts } from '../contacts/contacts.import.js'
+import { contactFieldsAsText, parseStoredContact } from '../contacts/contacts.js'
+import { listContactRows } from '../contacts/contacts.list-query.js'
+import { checkContactInput, ruleErrors } from '../contacts/contacts.messages.js'
 import { type Contact, type ContactInput, ListContactsQuery } from '../contacts/contacts.schemas.js'
 import {
   createContact,
   deleteContact,
   findContactBody,
-  type ImportSummary,
-  importContacts,
-  listContactRows,
+  orContactExists,
+  retryOnConflict,
   updateContact,
 } from '../contacts/contacts.store.js'
+import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
@@ -33,6 +35,7 @@ import {
   badListRequestPage,
   CONTACT_FORM_FIELDS,
   type ContactFormErrors,
+  type ContactFormField,
   type ContactFormValues,
   contactFormPage,
   contactsListPage,
@@ -50,6 +53,22 @@ const NOTICES: Record<string, string> = {
   updated: 'The contact was saved.',
   deleted: 'The contact was deleted.',
 }
+
+/**
+ * A query parameter as the parser gives it: text, or a list when the link repeats it. The route
+ * schemas accept any such value, and the handler checks it, so a bad link gets a page that says what
+ * is wrong rather than the generic error: Fastify validates before the account's membership (404)
+ * is checked, too.
+ */
+const QueryValue = Type.Union([Type.String(), Type.Array(Type.String())])
+const ContactsListQuery = Type.Object({
+  q: Type.Optional(QueryValue),
+  tag: Type.Optional(QueryValue),
+  after: Type.Optional(QueryValue),
+  notice: Type.Optional(QueryValue),
+})
+/** Any text: an id that is not one of this account's contacts, well-formed or not, is the 404 page. */
+const ContactParams = Type.Object({ id: Type.String() })
 
 /** The list's filters, checked with the API's own query schema. */
 const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
@@ -72,7 +91,7 @@ function formInput(values: ContactFormValues): ContactInput {
     company: text(values.company),
     job_title: text(values.job_title),
     tags,
-  }
+  } satisfies Required<Pick<ContactInput, ContactFormField>>
 }
 
 function formErrors(errors: FieldError[]): ContactFormErrors {
@@ -87,36 +106,29 @@ function formErrors(errors: FieldError[]): ContactFormErrors {
 }
 
 function contactFormValues(contact: Contact): ContactFormValues {
-  return {
-    email: contact.email ?? '',
-    first_name: contact.first_name ?? '',
-    last_name: contact.last_name ?? '',
-    phone: contact.phone ?? '',
-    company: contact.company ?? '',
-    job_title: contact.job_title ?? '',
-    tags: contact.tags.join(', '),
-  }
+  const text = contactFieldsAsText(contact, ', ')
+  return Object.fromEntries(CONTACT_FORM_FIELDS.map((name) => [name, text[name]])) as ContactFormValues
 }
 
-export async function contactsPagesRoutes(
-  app: FastifyInstance,
-  { deps, render }: { deps: Deps; render: Render },
-): Promise<void> {
+export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
+  app,
+  { deps, render },
+) => {
   const { db } = deps.database
   const now = () => deps.clock.now().toISOString()
   const base = (accountId: string) => `/app/${accountId}/contacts`
 
-  async function findContactOr404(accountId: string, request: FastifyRequest): Promise<Contact> {
-    const body = await findContactBody(db, accountId, (request.params as { id: string }).id)
+  async function findContactOr404(accountId: string, id: string): Promise<Contact> {
+    const body = await findContactBody(db, accountId, id)
     if (body === undefined) {
       throw notFound()
     }
-    return JSON.parse(body) as Contact
+    return parseStoredContact(body)
   }
 
-  app.get('/contacts', async (request, reply) => {
+  app.get('/contacts', { schema: { querystring: ContactsListQuery } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const query = request.query as Record<string, unknown>
+    const { query } = request
     const bad = (message: string) =>
       render(request, reply, (c) => badListRequestPage(c, { accountId: account.id, message }), 400)
 
@@ -178,11 +190,11 @@ export async function contactsPagesRoutes(
       return search ? `${base(account.id)}?${search}` : base(account.id)
     }
     const last = page[page.length - 1]
-    const notice = NOTICES[typeof query.notice === 'string' ? query.notice : '']
+    const notice = typeof query.notice === 'string' ? NOTICES[query.notice] : undefined
     return render(request, reply, (c) =>
       contactsListPage(c, {
         accountId: account.id,
-        contacts: page.map((row) => JSON.parse(row.body) as Contact),
+        contacts: page.map((row) => parseStoredContact(row.body)),
         q: q ?? '',
         tag: tag ?? '',
         ...(rows.length > CONTACTS_PAGE_SIZE && last
@@ -206,7 +218,7 @@ export async function contactsPagesRoutes(
     reply: Parameters<Render>[1],
     accountId: string,
     contact: Contact | undefined,
-    save: (input: ContactInput) => Promise<unknown>,
+    save: (trx: Trx, input: ContactInput) => Promise<unknown>,
   ) {
     const values = formValues(request, [...CONTACT_FORM_FIELDS])
     const input = formInput(values)
@@ -229,7 +241,7 @@ export async function contactsPagesRoutes(
       return again(formErrors(errors), 400)
     }
     try {
-      await save(input)
+      await orContactExists(db, accountId, input.email, () => inTransaction(db, (trx) => save(trx, input)))
     } catch (error) {
       if (error instanceof AppError && error.code === 'contact_exists') {
         return again(
@@ -252,8 +264,8 @@ export async function contactsPagesRoutes(
 
   app.post('/contacts', async (request, reply) => {
     const { account } = accountPage(request)
-    const failed = await saveContact(request, reply, account.id, undefined, (input) =>
-      createContact(db, account.id, input, now()),
+    const failed = await saveContact(request, reply, account.id, undefined, (trx, input) =>
+      createContact(trx, account.id, input, now()),
     )
     return failed ?? reply.redirect(`${base(account.id)}?notice=created`, 303)
   })
@@ -335,7 +347,12 @@ export async function contactsPagesRoutes(
     }
     let result: ImportSummary
     try {
-      result = await importContacts(db, account.id, parsed.rows, now(), { replaceCustomFields: true })
+      const at = now()
+      result = await retryOnConflict(
+        db,
+        (trx) => importContacts(trx, account.id, parsed.rows, at, { replaceCustomFields: true }),
+        'The contacts are being changed by other requests; retry shortly.',
+      )
     } catch (error) {
       const described = ruleErrors(error)
       const row = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
@@ -347,34 +364,34 @@ export async function contactsPagesRoutes(
     return render(request, reply, (c) => importPage(c, { ...view, result }))
   })
 
-  app.get('/contacts/:id', async (request, reply) => {
+  app.get('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const contact = await findContactOr404(account.id, request)
+    const contact = await findContactOr404(account.id, request.params.id)
     return render(request, reply, (c) =>
       contactFormPage(c, { accountId: account.id, contact, values: contactFormValues(contact) }),
     )
   })
 
-  app.post('/contacts/:id', async (request, reply) => {
+  app.post('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const contact = await findContactOr404(account.id, request)
-    const failed = await saveContact(request, reply, account.id, contact, async (input) => {
-      if (!(await updateContact(db, account.id, contact.id, input, now()))) {
+    const contact = await findContactOr404(account.id, request.params.id)
+    const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
+      if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
         throw notFound()
       }
     })
     return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
   })
 
-  app.get('/contacts/:id/delete', async (request, reply) => {
+  app.get('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    const contact = await findContactOr404(account.id, request)
+    const contact = await findContactOr404(account.id, request.params.id)
     return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
   })
 
-  app.post('/contacts/:id/delete', async (request, reply) => {
+  app.post('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountPage(request)
-    if (!(await deleteContact(db, account.id, (request.params as { id: string }).id, now()))) {
+    if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
       throw notFound()
     }
     return reply.redirect(`${base(account.id)}?notice=deleted`, 303)

@@ -1,25 +1,21 @@
 // Contacts pages: the list with search and paging, the create / edit form, delete confirmation,
 // CSV import (form, error report, result).
-import type { ImportError } from '../../contacts/contacts.csv.js'
-import type { Contact } from '../../contacts/contacts.schemas.js'
-import type { ImportSummary } from '../../contacts/contacts.store.js'
+import type { ImportError } from '../../contacts/contacts.csv-import.js'
+import type { ImportSummary } from '../../contacts/contacts.import.js'
+import { CONTACT_FIELDS, type Contact, type ContactField } from '../../contacts/contacts.schemas.js'
 import { type Html, html } from '../html.js'
 import { csrfInput, field, layout, type PageContext } from './layout.js'
 
-export const CONTACT_FORM_FIELDS = [
-  'email',
-  'first_name',
-  'last_name',
-  'phone',
-  'company',
-  'job_title',
-  'tags',
-] as const
-export type ContactFormField = (typeof CONTACT_FORM_FIELDS)[number]
+/** Every writable field but custom_fields, shown read-only below the form (set through the API or an import). */
+export type ContactFormField = Exclude<ContactField, 'custom_fields'>
+export const CONTACT_FORM_FIELDS = CONTACT_FIELDS.filter(
+  (field): field is ContactFormField => field !== 'custom_fields',
+)
 export type ContactFormValues = Record<ContactFormField, string>
 export type ContactFormErrors = Partial<Record<ContactFormField | 'form', string>>
 
-const LABELS: Record<ContactFormField, string> = {
+/** Every writable field's label: a new field fails to compile here until its place on the page is decided. */
+const LABELS: Record<ContactField, string> = {
   email: 'Email',
   first_name: 'First name',
   last_name: 'Last name',
@@ -27,6 +23,7 @@ const LABELS: Record<ContactFormField, string> = {
   company: 'Company',
   job_title: 'Job title',
   tags: 'Tags',
+  custom_fields: 'Custom fields',
 }
 const HINTS: Partial<Record<ContactFormField, string>> = {
   phone: 'international format, e.g. +44 1632 960961',
@@ -175,7 +172,7 @@ ${contact ? contactDetails(accountId, contact) : ''}`,
 
 function contactDetails(accountId: string, contact: Contact): Html {
   const entries = Object.entries(contact.custom_fields)
-  return html`<h2>Custom fields</h2>
+  return html`<h2>${LABELS.custom_fields}</h2>
 ${
   entries.length === 0
     ? html`<p class="hint">None. Custom fields are set through the API or a CSV import.</p>`

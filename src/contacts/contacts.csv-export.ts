@@ -1,0 +1,53 @@
+// Contacts as CSV: the columns (those of the import too) and the streamed export.
+import { Readable } from 'node:stream'
+import { stringify } from 'csv-stringify/sync'
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import { guardCell } from './contacts.csv-guard.js'
+import { contactFieldsAsText, parseStoredContact } from './contacts.js'
+import { listContactRows } from './contacts.list-query.js'
+import { CONTACT_FIELDS, type Contact } from './contacts.schemas.js'
+
+/** The writable fields, between the id and the timestamps, which the import ignores. */
+export const CSV_COLUMNS = ['id', ...CONTACT_FIELDS, 'created_at', 'updated_at'] as const
+export type CsvColumn = (typeof CSV_COLUMNS)[number]
+export const TAG_SEPARATOR = ';'
+
+export const EXPORT_PAGE_SIZE = 500
+
+export function contactCsvRecord(contact: Contact): string[] {
+  const cells: Record<CsvColumn, string> = {
+    id: contact.id,
+    ...contactFieldsAsText(contact, TAG_SEPARATOR),
+    created_at: contact.created_at,
+    updated_at: contact.updated_at,
+  }
+  return CSV_COLUMNS.map((column) => guardCell(cells[column]))
+}
+
+// Any CR or LF is quoted: by default only the whole record delimiter (CRLF) would be.
+const toCsv = (records: string[][]): string =>
+  stringify(records, { record_delimiter: 'windows', quoted_match: /[\r\n]/ })
+
+/**
+ * Every contact of the account as CSV, in creation order. A pull stream: the next keyset page
+ * is read only when the reply has sent the previous one, so memory stays constant.
+ */
+export function exportContactsCsv(db: Kysely<Database>, accountId: string, pageSize = EXPORT_PAGE_SIZE): Readable {
+  async function* chunks(): AsyncGenerator<string> {
+    yield toCsv([[...CSV_COLUMNS]])
+    let afterId: string | undefined
+    for (;;) {
+      const rows = await listContactRows(db, accountId, { order: 'asc', afterId, fetch: pageSize })
+      if (rows.length > 0) {
+        yield toCsv(rows.map((row) => contactCsvRecord(parseStoredContact(row.body))))
+      }
+      const last = rows[rows.length - 1]
+      if (rows.length < pageSize || !last) {
+        return
+      }
+      afterId = last.id
+    }
+  }
+  return Readable.from(chunks(), { objectMode: false })
+}

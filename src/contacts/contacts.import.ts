@@ -1,0 +1,85 @@
+// The bulk import: many contacts upserted by email in the caller's one transaction (all or none).
+import type { Trx } from '../db/transaction.js'
+import { AppError } from '../http/errors.js'
+import { newId } from '../lib/ids.js'
+import { applyContactInput, emailKey, emptyContact } from './contacts.js'
+import type { ContactInput } from './contacts.schemas.js'
+import { insertContact, lockContact, updateLockedContact } from './contacts.store.js'
+
+export interface ImportSummary {
+  created: number
+  updated: number
+  /** Rows that matched a contact and changed nothing (no event). */
+  unchanged: number
+}
+
+/** Emails looked up per query: well under either database's limit on bound parameters. */
+const IMPORT_LOOKUP_CHUNK = 500
+
+/**
+ * Upserts every row by email in the caller's transaction; each change records its event in it.
+ * With replaceCustomFields, a row's custom_fields object replaces the stored one instead of merging
+ * into it (a file row describes the whole contact). A row that breaks a contact rule throws
+ * invalid_parameter with the extension `row` (0-based index). A concurrent request that takes one
+ * of the emails makes an insert a unique violation: run the import with retryOnConflict.
+ */
+export async function importContacts(
+  trx: Trx,
+  accountId: string,
+  rows: Array<ContactInput & { email: string }>,
+  now: string,
+  options: { replaceCustomFields?: boolean } = {},
+): Promise<ImportSummary> {
+  const ids = await findContactIdsByEmail(trx, accountId, rows)
+  const summary: ImportSummary = { created: 0, updated: 0, unchanged: 0 }
+  for (const [index, input] of rows.entries()) {
+    try {
+      const existingId = ids.get(emailKey(input.email))
+      const current = existingId === undefined ? undefined : await lockContact(trx, accountId, { id: existingId })
+      if (current) {
+        const updated = await updateLockedContact(trx, accountId, current, input, now, options)
+        summary[updated.changed ? 'updated' : 'unchanged']++
+      } else {
+        const contact = applyContactInput(emptyContact(newId('contact'), now), input, now)
+        await insertContact(trx, accountId, contact, now)
+        if (contact.email !== null) {
+          ids.set(emailKey(contact.email), contact.id)
+        }
+        summary.created++
+      }
+    } catch (error) {
+      if (error instanceof AppError && error.code === 'invalid_parameter') {
+        throw new AppError('invalid_parameter', `row ${index}: ${error.message}`, {
+          ...error.options,
+          extensions: { ...error.options.extensions, row: String(index) },
+        })
+      }
+      throw error
+    }
+  }
+  return summary
+}
+
+/** The ids of the account's contacts that have the rows' emails, by emailKey. */
+async function findContactIdsByEmail(
+  trx: Trx,
+  accountId: string,
+  rows: Array<{ email: string }>,
+): Promise<Map<string, string>> {
+  const ids = new Map<string, string>()
+  const emails = [...new Set(rows.map((row) => emailKey(row.email)))]
+  for (let i = 0; i < emails.length; i += IMPORT_LOOKUP_CHUNK) {
+    const found = await trx
+      .selectFrom('contacts')
+      .select(['id', 'email_lower'])
+      .where('account_id', '=', accountId)
+      .where('email_lower', 'in', emails.slice(i, i + IMPORT_LOOKUP_CHUNK))
+      .execute()
+    for (const { id, email_lower } of found) {
+      if (email_lower !== null) {
+        ids.set(email_lower, id)
+      }
+    }
+  }
+  return ids
+}
