@@ -1,9 +1,9 @@
 // The CSV import's parsing: a whole file checked row by row, every problem listed by row and column.
 import { CsvError, parse } from 'csv-parse/sync'
 import type { FieldError } from '../http/errors.js'
+import { emailKey } from '../lib/email.js'
 import { CSV_COLUMNS, type CsvColumn, TAG_SEPARATOR } from './contacts.csv-export.js'
 import { unguardCell } from './contacts.csv-guard.js'
-import { emailKey } from './contacts.js'
 import { checkContactInput } from './contacts.messages.js'
 import type { ContactField, ContactInput } from './contacts.schemas.js'
 

@@ -1,8 +1,9 @@
 // The bulk import: many contacts upserted by email in the caller's one transaction (all or none).
 import type { Trx } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
+import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
-import { applyContactInput, emailKey, emptyContact } from './contacts.js'
+import { applyContactInput, emptyContact } from './contacts.js'
 import type { ContactInput } from './contacts.schemas.js'
 import { insertContact, lockContact, updateLockedContact } from './contacts.store.js'
 

@@ -15,7 +15,8 @@ import { PLAN_PER_CALL } from '../db/database.js'
 import type { Db } from '../db/transaction.js'
 import { invalidParameter } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
-import { emailKey, searchForm } from './contacts.js'
+import { emailKey } from '../lib/email.js'
+import { searchForm } from './contacts.js'
 import type { ListContactsFilters } from './contacts.schemas.js'
 
 export interface ListContactsOptions extends ListContactsFilters {

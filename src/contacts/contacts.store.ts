@@ -7,15 +7,9 @@ import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
 import { recordEvent } from '../events/events.js'
 import { AppError } from '../http/errors.js'
+import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
-import {
-  applyContactInput,
-  emailKey,
-  emptyContact,
-  parseStoredContact,
-  searchTerms,
-  toContactRows,
-} from './contacts.js'
+import { applyContactInput, emptyContact, parseStoredContact, searchTerms, toContactRows } from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
 import type { ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 

@@ -1,7 +1,8 @@
 // The contact's rules that the store, the CSV and the pages share: the email key, the stored rows,
 // the checked parse of a stored body.
 import { describe, expect, it } from 'vitest'
-import { applyContactInput, emailKey, emptyContact, parseStoredContact, toContactRows } from './contacts.js'
+import { emailKey } from '../lib/email.js'
+import { applyContactInput, emptyContact, parseStoredContact, toContactRows } from './contacts.js'
 
 const NOW = '2026-11-24T09:00:00.000Z'
 const ada = applyContactInput(

@@ -4,6 +4,7 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { AppError, type FieldError } from '../http/errors.js'
+import { emailKey, normalizeEmail } from '../lib/email.js'
 import {
   CONTACT_FIELDS,
   type Contact,
@@ -16,18 +17,6 @@ import type { ContactsTable, ContactTagsTable, ContactTermsTable } from './conta
 
 /** Free text, copied as given (the schema bounds it); the other fields have their own rule below. */
 const TEXT_FIELDS = ['first_name', 'last_name', 'company', 'job_title'] as const satisfies readonly ContactField[]
-
-// Pragmatic: one @, no spaces or quotes in the local part, a dotted domain of valid labels.
-const EMAIL =
-  /^[^\s@"(),:;<>[\]\\]+@[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)+$/
-
-/** The form an email is compared in, and stored in `email_lower`: trimmed and lower-cased. */
-export const emailKey = (email: string): string => email.trim().toLowerCase()
-
-export function normalizeEmail(raw: string): string | undefined {
-  const email = raw.trim()
-  return EMAIL.test(email) && email.length <= 254 ? email : undefined
-}
 
 export function normalizePhone(raw: string): string | undefined {
   const parsed = parsePhoneNumberFromString(raw.trim())

@@ -3,6 +3,7 @@ import type { Kysely } from 'kysely'
 import { type Account, insertAccount } from '../accounts/accounts.store.js'
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction } from '../db/transaction.js'
+import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import type { Role, UsersTable } from './users.table.js'
 
@@ -22,7 +23,7 @@ export async function createUserWithAccount(
     const user: UsersTable = {
       id: newId('user'),
       email: input.email,
-      email_lower: input.email.toLowerCase(),
+      email_lower: emailKey(input.email),
       password_hash: input.passwordHash,
       created_at: input.now.toISOString(),
     }
@@ -56,7 +57,7 @@ export async function addMembership(db: Db, accountId: string, userId: string, r
 
 /** For sign-in: the user and the stored hash. */
 export async function findUserByEmail(db: Db, email: string) {
-  return db.selectFrom('users').selectAll().where('email_lower', '=', email.trim().toLowerCase()).executeTakeFirst()
+  return db.selectFrom('users').selectAll().where('email_lower', '=', emailKey(email)).executeTakeFirst()
 }
 
 export async function findUser(db: Db, userId: string): Promise<User | undefined> {

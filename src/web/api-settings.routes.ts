@@ -34,7 +34,8 @@ const DURATIONS: Record<string, number> = {
   '90d': 90 * 24 * HOUR,
   '365d': 365 * 24 * HOUR,
 }
-const NOTICES: Record<string, string> = { revoked: 'The key was revoked.' }
+// A Map, so a prototype name (`?notice=constructor`) is no notice.
+const NOTICES = new Map([['revoked', 'The key was revoked.']])
 
 // The routes' inputs. Every input gets a page, so one that fails its schema (a field sent twice, a
 // JSON body) is attached to the request (attachValidation), never answered with Fastify's JSON 400:
@@ -114,7 +115,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     async (request, reply) => {
       const { account } = accountContext(request)
       const now = deps.clock.now()
-      const notice = NOTICES[request.query.notice ?? '']
+      const notice = NOTICES.get(request.query.notice ?? '')
       const data = await pageData(account.id, now)
       return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
     },

@@ -2,9 +2,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { hash, verify } from '@node-rs/argon2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { normalizeEmail } from '../contacts/contacts.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
+import { emailKey, normalizeEmail } from '../lib/email.js'
 import { clientKey } from '../rate-limit/client-key.js'
 import { createThrottle, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
 import { createSession, deleteSession } from '../users/sessions.store.js'
@@ -88,9 +88,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
   app.post('/sign-in', { schema: { body: SignInForm } }, async (request, reply) => {
     const values = formValues(request, SIGN_IN_FIELDS)
     const now = deps.clock.now()
-    const emailKey = values.email.trim().toLowerCase()
+    const email = emailKey(values.email)
     const ipKey = clientKey(request.ip)
-    const wait = Math.max(await byEmail.retryAfter(emailKey, now), await byIp.retryAfter(ipKey, now))
+    const wait = Math.max(await byEmail.retryAfter(email, now), await byIp.retryAfter(ipKey, now))
     if (wait > 0) {
       reply.header('retry-after', String(wait))
       const minutes = Math.ceil(wait / 60)
@@ -106,11 +106,11 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
         429,
       )
     }
-    const user = emailKey ? await findUserByEmail(db, emailKey) : undefined
+    const user = email ? await findUserByEmail(db, email) : undefined
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
     const ok = await verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
     if (!user || !ok) {
-      await byEmail.fail(emailKey, now)
+      await byEmail.fail(email, now)
       await byIp.fail(ipKey, now)
       return render(
         request,
@@ -119,7 +119,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
         401,
       )
     }
-    await byEmail.reset(emailKey)
+    await byEmail.reset(email)
     await startSession(request, reply, user.id)
     return reply.redirect('/app', 303)
   })

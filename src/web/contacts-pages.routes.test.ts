@@ -395,6 +395,11 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       const res = await post(ada, `/contacts/${contact.id}/delete`, {})
       expect(res.statusCode).toBe(303)
       expect(res.headers.location).toBe(`/app/${ada.accountId}/contacts?notice=deleted`)
+      expect((await get(ada, '/contacts?notice=deleted')).body).toContain('The contact was deleted.')
+      // A prototype name is no notice (a plain object lookup showed the function's source).
+      const odd = await get(ada, '/contacts?notice=constructor')
+      expect(odd.statusCode).toBe(200)
+      expect(odd.body).not.toMatch(/native code|role="status"/)
       expect(await stored(ada, contact.id)).toBeUndefined()
       expect((await eventTypes(ada)).at(-1)).toBe('contact.deleted')
 

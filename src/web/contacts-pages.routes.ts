@@ -43,16 +43,17 @@ import {
   importPage,
 } from './pages/contacts-pages.js'
 import type { Render } from './render.js'
-import { accountContext as accountPage } from './request-context.js'
+import { accountContext } from './request-context.js'
 import { isValidCsrf } from './session.js'
 
 export const CONTACTS_PAGE_SIZE = 50
 
-const NOTICES: Record<string, string> = {
-  created: 'The contact was created.',
-  updated: 'The contact was saved.',
-  deleted: 'The contact was deleted.',
-}
+// A Map, so a prototype name (`?notice=constructor`) is no notice.
+const NOTICES = new Map([
+  ['created', 'The contact was created.'],
+  ['updated', 'The contact was saved.'],
+  ['deleted', 'The contact was deleted.'],
+])
 
 /**
  * A query parameter as the parser gives it: text, or a list when the link repeats it. The route
@@ -127,7 +128,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   }
 
   app.get('/contacts', { schema: { querystring: ContactsListQuery } }, async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const { query } = request
     const bad = (message: string) =>
       render(request, reply, (c) => badListRequestPage(c, { accountId: account.id, message }), 400)
@@ -190,7 +191,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       return search ? `${base(account.id)}?${search}` : base(account.id)
     }
     const last = page[page.length - 1]
-    const notice = typeof query.notice === 'string' ? NOTICES[query.notice] : undefined
+    const notice = typeof query.notice === 'string' ? NOTICES.get(query.notice) : undefined
     return render(request, reply, (c) =>
       contactsListPage(c, {
         accountId: account.id,
@@ -207,7 +208,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.get('/contacts/new', async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const values = Object.fromEntries(CONTACT_FORM_FIELDS.map((name) => [name, ''])) as ContactFormValues
     return render(request, reply, (c) => contactFormPage(c, { accountId: account.id, values }))
   })
@@ -263,7 +264,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   }
 
   app.post('/contacts', async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const failed = await saveContact(request, reply, account.id, undefined, (trx, input) =>
       createContact(trx, account.id, input, now()),
     )
@@ -271,7 +272,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.get('/contacts/export.csv', async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', 'attachment; filename="contacts.csv"')
@@ -287,12 +288,12 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.get('/contacts/import', async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     return render(request, reply, (c) => importPage(c, importView(account.id)))
   })
 
   app.post('/contacts/import', async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const view = importView(account.id)
     const refuse = (status: number, formError: string) =>
       render(request, reply, (c) => importPage(c, { ...view, formError }), status)
@@ -365,7 +366,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.get('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const contact = await findContactOr404(account.id, request.params.id)
     return render(request, reply, (c) =>
       contactFormPage(c, { accountId: account.id, contact, values: contactFormValues(contact) }),
@@ -373,7 +374,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.post('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const contact = await findContactOr404(account.id, request.params.id)
     const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
       if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
@@ -384,13 +385,13 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.get('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     const contact = await findContactOr404(account.id, request.params.id)
     return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
   })
 
   app.post('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountPage(request)
+    const { account } = accountContext(request)
     if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
       throw notFound()
     }

@@ -368,6 +368,10 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       const page = await client.get(String(res.headers.location))
       expect(page.body).toContain('The key was revoked.')
       expect(page.body).toMatch(/<span class="status revoked">revoked<\/span>/)
+      // A prototype name is no notice (a plain object lookup showed the function's source).
+      const odd = await client.get(`/app/${accountId}/settings/api?notice=constructor`)
+      expect(odd.statusCode).toBe(200)
+      expect(odd.body).not.toMatch(/native code|role="status"/)
     })
 
     it('a revocation whose push to other instances fails still succeeds (their cache TTL bounds it)', async () => {
