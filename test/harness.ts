@@ -122,10 +122,10 @@ export async function openTestDatabase(
   }
   if (dialect === 'pglite') {
     const dumpFile = options.migrated ? inject('pgliteDump') : undefined
-    if (dumpFile && !pgliteDump) {
-      pgliteDump = new Blob([readFileSync(dumpFile)])
+    if (dumpFile) {
+      pgliteDump ??= new Blob([readFileSync(dumpFile)])
     }
-    const pglite = await PGlite.create(dumpFile && pgliteDump ? { loadDataDir: pgliteDump } : {})
+    const pglite = await PGlite.create(dumpFile ? { loadDataDir: pgliteDump } : {})
     return {
       database: wrap(new Kysely<Database>({ dialect: pgliteDialect(pglite) }), 'postgres'),
       dispose: async () => {},
