@@ -13,7 +13,8 @@ import {
   type QueryResult,
 } from 'kysely'
 
-export function pgliteDialect(pglite: PGlite): Dialect {
+/** `destroy` runs when Kysely is destroyed: closing the PGlite unless the caller keeps it for reuse. */
+export function pgliteDialect(pglite: PGlite, destroy: () => Promise<void> = () => pglite.close()): Dialect {
   let queue: Promise<void> = Promise.resolve()
   let release: (() => void) | undefined
 
@@ -58,7 +59,7 @@ export function pgliteDialect(pglite: PGlite): Dialect {
       release?.()
     },
     async destroy() {
-      await pglite.close()
+      await destroy()
     },
   }
 
