@@ -1,4 +1,17 @@
 import { defineConfig } from 'vitest/config'
+import { BaseSequencer, type TestSpecification } from 'vitest/node'
+
+/**
+ * The kill -9 files (test/crash.*.test.ts) are the long poles (20 rounds each in CI) yet tiny, and
+ * without recorded timings vitest runs larger files first: start them first, one per worker.
+ */
+class LongPolesFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files)
+    const longPole = (file: TestSpecification) => /[/\\]test[/\\]crash\.\w+\.test\.ts$/.test(file.moduleId)
+    return [...sorted.filter(longPole), ...sorted.filter((file) => !longPole(file))]
+  }
+}
 
 export default defineConfig({
   test: {
@@ -8,5 +21,6 @@ export default defineConfig({
     hookTimeout: 60_000,
     // PGlite instances are heavy (WASM); two workers fit the 2-core machine.
     maxWorkers: 2,
+    sequence: { sequencer: LongPolesFirst },
   },
 })

@@ -1,8 +1,9 @@
+// Ours until Node 22: Kysely 0.28 has no PGlite dialect; 0.29 has PGliteDialect but needs Node >= 22 (we run 20).
 // A Kysely dialect over PGlite (PostgreSQL compiled to WASM, in-process), so `npm test` covers
 // the PostgreSQL dialect with no server. PGlite is one connection: a mutex hands it out.
 import type { PGlite } from '@electric-sql/pglite'
 import {
-  type CompiledQuery,
+  CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
@@ -12,7 +13,8 @@ import {
   type QueryResult,
 } from 'kysely'
 
-export function pgliteDialect(pglite: PGlite): Dialect {
+/** `destroy` runs when Kysely is destroyed: closing the PGlite unless the caller keeps it for reuse. */
+export function pgliteDialect(pglite: PGlite, destroy: () => Promise<void> = () => pglite.close()): Dialect {
   let queue: Promise<void> = Promise.resolve()
   let release: (() => void) | undefined
 
@@ -45,19 +47,19 @@ export function pgliteDialect(pglite: PGlite): Dialect {
       return connection
     },
     async beginTransaction(conn) {
-      await conn.executeQuery({ sql: 'begin', parameters: [] } as unknown as CompiledQuery)
+      await conn.executeQuery(CompiledQuery.raw('begin'))
     },
     async commitTransaction(conn) {
-      await conn.executeQuery({ sql: 'commit', parameters: [] } as unknown as CompiledQuery)
+      await conn.executeQuery(CompiledQuery.raw('commit'))
     },
     async rollbackTransaction(conn) {
-      await conn.executeQuery({ sql: 'rollback', parameters: [] } as unknown as CompiledQuery)
+      await conn.executeQuery(CompiledQuery.raw('rollback'))
     },
     async releaseConnection() {
       release?.()
     },
     async destroy() {
-      await pglite.close()
+      await destroy()
     },
   }
 

@@ -1,5 +1,7 @@
-// Real server processes for multi-process tests: spawn `serve` with tsx, wait until it listens.
+// Real server processes for multi-process tests: spawn `serve` (built, or with tsx), wait until it listens.
 import { type ChildProcess, spawn } from 'node:child_process'
+import { readdirSync, statSync } from 'node:fs'
+import path from 'node:path'
 
 export interface ServerProcess {
   child: ChildProcess
@@ -12,9 +14,36 @@ export function randomPort(): number {
   return 30_000 + Math.floor(Math.random() * 25_000)
 }
 
+let serveCommand: string[] | undefined
+
+/**
+ * The node arguments that run the CLI: `dist/main.js` when the build is up to date (every source
+ * file no newer than its output; CI builds before testing), else `src/main.ts` through tsx, so that
+ * `npm test` works on a fresh checkout and never runs stale code. A built start takes ~0.55 s
+ * against ~0.9 s with tsx (quiet machine), and the crash test restarts the server 21 times per database.
+ */
+export function cliCommand(): string[] {
+  serveCommand ??= isBuildCurrent('src', 'dist') ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
+  return serveCommand
+}
+
+function isBuildCurrent(sourceDir: string, outDir: string): boolean {
+  const modified = (file: string) => statSync(file, { throwIfNoEntry: false })?.mtimeMs
+  for (const entry of readdirSync(sourceDir, { recursive: true, encoding: 'utf8' })) {
+    if (!entry.endsWith('.ts') || entry.endsWith('.test.ts')) {
+      continue
+    }
+    const built = modified(path.join(outDir, entry.replace(/\.ts$/, '.js')))
+    if (built === undefined || built < (modified(path.join(sourceDir, entry)) ?? Number.POSITIVE_INFINITY)) {
+      return false
+    }
+  }
+  return true
+}
+
 export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
   const port = env.PORT ?? String(randomPort())
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+  const child = spawn(process.execPath, [...cliCommand(), 'serve'], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

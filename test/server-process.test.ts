@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
+import { cliCommand } from './processes.js'
 
 const PORT = 30_000 + Math.floor(Math.random() * 20_000)
 const base = `http://127.0.0.1:${PORT}`
@@ -25,7 +26,7 @@ describe('contacts-api serve in a real process', () => {
   let key = ''
 
   beforeAll(async () => {
-    server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    server = spawn(process.execPath, [...cliCommand(), 'serve'], {
       env,
       stdio: ['ignore', 'pipe', 'pipe'],
     })

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
-import { randomPort, startServerProcess } from './processes.js'
+import { cliCommand, randomPort, startServerProcess } from './processes.js'
 
 describe('operations in a real process', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-ops-'))
@@ -53,7 +53,7 @@ describe('operations in a real process', () => {
   })
 
   it('REDIS_URL set but Redis unreachable: the start fails at once with a clear message', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    const child = spawn(process.execPath, [...cliCommand(), 'serve'], {
       env: {
         ...process.env,
         DATABASE_URL: `sqlite:${path.join(dir, 'redis.sqlite')}`,

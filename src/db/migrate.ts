@@ -1,14 +1,13 @@
 // Runs the migrations in db/migrations through Kysely's Migrator, handing each the dialect.
-import { type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
+import { type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import type { DatabaseHandle } from './database.js'
 import type { Dialect } from './dialect.js'
+import type { MigrationDb } from './migration-helpers.js'
 import * as migrations from './migrations/index.js'
 
 interface MigrationModule {
-  // biome-ignore lint/suspicious/noExplicitAny: migrations run against an untyped schema
-  up(db: Kysely<any>, dialect: Dialect): Promise<void>
-  // biome-ignore lint/suspicious/noExplicitAny: as above
-  down?(db: Kysely<any>, dialect: Dialect): Promise<void>
+  up(db: MigrationDb, dialect: Dialect): Promise<void>
+  down?(db: MigrationDb, dialect: Dialect): Promise<void>
 }
 
 async function migrator(handle: DatabaseHandle): Promise<Migrator> {

@@ -1,4 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+// Idempotency-Key on POST: replay, reuse, in-flight and abandoned keys, races, expiry. Each test starts
+// from a fresh database and clock, so none depends on what another wrote or how far it moved time.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { expectProblem, snapshotAccount } from '../../test/helpers.js'
@@ -6,14 +8,15 @@ import { manualClock } from '../lib/clock.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency.js'
 
 describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
-  const clock = manualClock(new Date())
+  let clock: ReturnType<typeof manualClock>
   let t: TestHarness
   let acme: TestAccount
-  beforeAll(async () => {
+  beforeEach(async () => {
+    clock = manualClock(new Date())
     t = await createTestHarness({ dialect, clock })
     acme = await t.createAccount()
   })
-  afterAll(() => t.close())
+  afterEach(() => t.close())
 
   const post = (key: string | undefined, payload: object, url = '/api/v1/contacts', account = acme) =>
     t.inject(account, { method: 'POST', url, payload, headers: key === undefined ? {} : { 'idempotency-key': key } })
@@ -33,6 +36,7 @@ describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
   })
 
   it('replays an error response too (a 409 stays a 409)', async () => {
+    expect((await post(undefined, { email: 'ada@example.com' })).statusCode).toBe(201)
     const first = await post('dup-1', { email: 'ada@example.com' })
     expectProblem(first, 409, 'contact_exists')
     const again = await post('dup-1', { email: 'ada@example.com' })

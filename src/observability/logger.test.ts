@@ -1,7 +1,11 @@
 // The log sink of a served process (stdout, batched per event-loop turn): nothing is lost when the
-// process exits, whether by process.exit or a crash, and secrets are still redacted.
+// process exits, whether by process.exit or a crash, and secrets are still redacted; and the request
+// log never holds an API key, the Authorization header or a session cookie.
 import { spawnSync } from 'node:child_process'
+import { Writable } from 'node:stream'
 import { describe, expect, it } from 'vitest'
+import { createTestHarness } from '../../test/harness.js'
+import { buildApp } from '../app.js'
 
 /** Runs `body` in a fresh process with an app logging through loggerOptions (no stream: stdout). */
 function run(body: string) {
@@ -50,5 +54,38 @@ describe('the log on standard output', () => {
     `)
     expect(lines[0]).toMatchObject({ secret: '[REDACTED]', api_key: { id: 'key_1', secret: '[REDACTED]' } })
     expect(JSON.stringify(lines)).not.toMatch(/top-secret|nested-secret/)
+  })
+})
+
+describe('logs', () => {
+  it('never contain an API key, the Authorization header, or a session cookie', async () => {
+    const t = await createTestHarness({ dialect: 'sqlite' })
+    let captured = ''
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        captured += chunk
+        done()
+      },
+    })
+    const app = await buildApp({ ...t.deps, config: { ...t.deps.config, logLevel: 'trace' } }, { logStream: stream })
+    try {
+      const acme = await t.createAccount()
+      const headers = { authorization: `Bearer ${acme.key}`, cookie: 'sid=session-secret-value' }
+      await app.inject({ method: 'GET', url: '/api/v1/me', headers })
+      await app.inject({ method: 'POST', url: '/api/v1/contacts', headers, payload: { email: 'log@example.com' } })
+      await app.inject({ method: 'GET', url: `/api/v1/me?api_key=${acme.key}` })
+      await app.inject({ method: 'GET', url: '/api/v1/contacts/%E0%A4%A', headers })
+      await app.inject({ method: 'GET', url: '/sign-in', headers })
+      const lines = captured.trim().split('\n')
+      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(5)
+      expect(captured).not.toContain(acme.key)
+      expect(captured).not.toMatch(/service_live_[A-Za-z0-9]{32}/)
+      expect(captured.toLowerCase()).not.toContain('authorization')
+      expect(captured).not.toContain('session-secret-value')
+      expect(captured).toContain('[REDACTED]')
+    } finally {
+      await app.close()
+      await t.close()
+    }
   })
 })

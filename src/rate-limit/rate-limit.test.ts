@@ -1,24 +1,25 @@
-import { Writable } from 'node:stream'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+// Rate limits over HTTP: the token bucket per account, failed authentications per client address,
+// and a scraper resuming after its 429. Each test starts from a fresh database and full budgets.
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { expectProblem } from '../../test/helpers.js'
-import { buildApp } from '../app.js'
 import { createContact } from '../contacts/contacts.store.js'
 import { inTransaction } from '../db/transaction.js'
 import { manualClock } from '../lib/clock.js'
 
-describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) => {
-  const clock = manualClock(new Date())
+describe.each(testDialects())('rate limits on %s', (dialect) => {
+  let clock: ReturnType<typeof manualClock>
   let t: TestHarness
-  beforeAll(async () => {
+  beforeEach(async () => {
+    clock = manualClock(new Date())
     t = await createTestHarness({
       dialect,
       clock,
       env: { RATE_LIMIT_PER_SECOND: '10', RATE_LIMIT_BURST: '5', AUTH_FAILURES_PER_MINUTE: '3' },
     })
   })
-  afterAll(() => t.close())
+  afterEach(() => t.close())
 
   it('spends a token bucket per account: burst, then 429 with Retry-After and RateLimit headers, then refills', async () => {
     const acme = await t.createAccount('Acme')
@@ -41,7 +42,6 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
     clock.advance(100) // one token back at 10/s
     expect((await t.inject(acme, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)
     expectProblem(await t.inject(acme, { method: 'GET', url: '/api/v1/me' }), 429, 'rate_limited')
-    clock.advance(1000)
   })
 
   it('limits failed authentications per IP: then 429, while a valid key from the same IP still works', async () => {
@@ -72,7 +72,6 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
     expect(valid.statusCode).toBe(200)
     // An authenticated request reports its account's budget, not the IP's failures.
     expect(valid.headers['ratelimit-policy']).toBe('"account";q=5;w=1')
-    clock.advance(60_000)
   })
 
   it('a scraper walking every page with one key hits 429 with Retry-After, and resumes with the same cursor', async () => {
@@ -104,7 +103,6 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
     const resumed = await t.inject(scraper, { method: 'GET', url: `/api/v1/contacts?limit=1&after=${after}` })
     expect(resumed.statusCode).toBe(200)
     expect(resumed.json().contacts[0].first_name).toBe('Row 5')
-    clock.advance(1000)
   })
 
   it('counts failed authentications by the client address, from X-Forwarded-For only with TRUST_PROXY', async () => {
@@ -141,54 +139,6 @@ describe.each(testDialects())('rate limits, metrics and logs on %s', (dialect) =
       expectProblem(await proxied.app.inject(viaProxy('2001:db8:5:7::1')), 401, 'invalid_api_key')
     } finally {
       await proxied.close()
-    }
-    clock.advance(60_000)
-  })
-
-  it('serves Prometheus metrics by route pattern and status, with rate-limit rejections; no ids or accounts', async () => {
-    const res = await t.app.inject({ method: 'GET', url: '/metrics' })
-    expect(res.statusCode).toBe(200)
-    expect(res.headers['content-type']).toContain('text/plain')
-    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/contacts",status="200"\} \d+/)
-    expect(res.body).toMatch(/http_requests_total\{method="GET",route="\/api\/v1\/me",status="429"\} \d+/)
-    expect(res.body).toMatch(
-      /http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/api\/v1\/me"\} \d+/,
-    )
-    expect(res.body).toMatch(/rate_limit_rejections_total\{kind="account"\} [1-9]/)
-    expect(res.body).toMatch(/rate_limit_rejections_total\{kind="failed_auth"\} [1-9]/)
-    expect(res.body).not.toMatch(/acct_|con_|key_/)
-  })
-})
-
-describe('logs', () => {
-  it('never contain an API key, the Authorization header, or a session cookie', async () => {
-    const t = await createTestHarness({ dialect: 'sqlite' })
-    let captured = ''
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        captured += chunk
-        done()
-      },
-    })
-    const app = await buildApp({ ...t.deps, config: { ...t.deps.config, logLevel: 'trace' } }, { logStream: stream })
-    try {
-      const acme = await t.createAccount()
-      const headers = { authorization: `Bearer ${acme.key}`, cookie: 'sid=session-secret-value' }
-      await app.inject({ method: 'GET', url: '/api/v1/me', headers })
-      await app.inject({ method: 'POST', url: '/api/v1/contacts', headers, payload: { email: 'log@example.com' } })
-      await app.inject({ method: 'GET', url: `/api/v1/me?api_key=${acme.key}` })
-      await app.inject({ method: 'GET', url: '/api/v1/contacts/%E0%A4%A', headers })
-      await app.inject({ method: 'GET', url: '/sign-in', headers })
-      const lines = captured.trim().split('\n')
-      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(5)
-      expect(captured).not.toContain(acme.key)
-      expect(captured).not.toMatch(/service_live_[A-Za-z0-9]{32}/)
-      expect(captured.toLowerCase()).not.toContain('authorization')
-      expect(captured).not.toContain('session-secret-value')
-      expect(captured).toContain('[REDACTED]')
-    } finally {
-      await app.close()
-      await t.close()
     }
   })
 })

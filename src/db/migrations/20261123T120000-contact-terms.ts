@@ -2,13 +2,13 @@
 // contact's `search` holds, so a rare prefix is a short range of an index instead of a walk of the
 // whole account. Tenant first, like every index; filled from the existing `search` column.
 // Frozen: never edit a migration that has shipped; add a new one.
-import { type Kysely, sql } from 'kysely'
+import { sql } from 'kysely'
 import type { Dialect } from '../dialect.js'
+import type { MigrationDb } from '../migration-helpers.js'
 
 const BATCH = 2000
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and must not depend on today's schema types
-export async function up(db: Kysely<any>, dialect: Dialect): Promise<void> {
+export async function up(db: MigrationDb, dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('contact_terms')
     .addColumn('account_id', 'text', (c) => c.notNull())
@@ -60,7 +60,6 @@ export async function up(db: Kysely<any>, dialect: Dialect): Promise<void> {
   }
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see up()
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: MigrationDb): Promise<void> {
   await db.schema.dropTable('contact_terms').execute()
 }

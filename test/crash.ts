@@ -5,20 +5,18 @@
 // Creates carry an Idempotency-Key: an acknowledged one replays its answer after the restart, and an
 // unanswered one is retried with its key as a client would (the counts of keys the kill left "in
 // flight" are printed: never one whose write committed, see the last test).
-// Runs on SQLite, and on the PostgreSQL server when TEST_DATABASE_URL is set (in a throwaway schema).
+// Runs on SQLite (crash.sqlite.test.ts), and on the PostgreSQL server when TEST_DATABASE_URL is set
+// (crash.postgres.test.ts, in a throwaway schema): one file per database, so the two run on two workers.
 // CRASH_ROUNDS sets the number of kill rounds per database (default 5).
-import { type ChildProcess, spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
-import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
-import { manualClock } from '../src/lib/clock.js'
 import { testDialects } from './dialects.js'
-import { createTestHarness } from './harness.js'
+import { createThrowawaySchema } from './harness.js'
+import { type ServerProcess, startServerProcess } from './processes.js'
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 5)
 const WRITERS = 6
@@ -47,27 +45,31 @@ interface KeyedCreate {
   answer: string
 }
 
-const dialects = testDialects().filter((d) => d !== 'pglite')
-
-if (dialects.length === 0) {
-  describe.skip('crash test (needs sqlite or postgres in TEST_DIALECTS)', () => {
-    it('is skipped', () => {})
+/** The kill -9 suite on one database; a no-op (reported as skipped) when TEST_DIALECTS leaves it out. */
+export function describeCrashTest(dialect: 'sqlite' | 'postgres'): void {
+  if (!testDialects().includes(dialect)) {
+    describe.skip(`crash test on ${dialect} (not in TEST_DIALECTS, or no TEST_DATABASE_URL)`, () => {
+      it('is skipped', () => {})
+    })
+    return
+  }
+  describe(`crash test on ${dialect}: kill -9 under concurrent writes, restart`, () => {
+    crashSuite(dialect)
   })
 }
 
-describe.each(dialects)('crash test on %s: kill -9 under concurrent writes, restart', (dialect) => {
+function crashSuite(dialect: 'sqlite' | 'postgres'): void {
   const port = 30_000 + Math.floor(Math.random() * 20_000)
   const base = `http://127.0.0.1:${port}`
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-crash-'))
   const sqliteFile = path.join(dir, 'contacts.sqlite')
-  const schema = `crash_${randomBytes(6).toString('hex')}`
+  let dropSchema: (() => Promise<void>) | undefined
   let env: Record<string, string | undefined>
-  let server: ChildProcess | undefined
+  let server: ServerProcess | undefined
   let key = ''
 
   beforeAll(async () => {
     env = {
-      ...process.env,
       PORT: String(port),
       LOG_LEVEL: 'warn',
       // This suite measures durability, not the rate limiter: 0 turns limiting off (DESIGN §2).
@@ -77,71 +79,43 @@ describe.each(dialects)('crash test on %s: kill -9 under concurrent writes, rest
     if (dialect === 'sqlite') {
       env.DATABASE_URL = `sqlite:${sqliteFile}`
     } else {
-      const url = process.env.TEST_DATABASE_URL as string
-      const admin = new pg.Client({ connectionString: url })
-      await admin.connect()
-      await admin.query(`create schema ${schema}`)
-      await admin.end()
-      const scoped = new URL(url)
-      scoped.searchParams.set('options', `-c search_path=${schema}`)
-      env.DATABASE_URL = scoped.toString()
+      const schema = await createThrowawaySchema('crash')
+      dropSchema = schema.drop
+      env.DATABASE_URL = schema.url
       env.SECRET = TEST_SECRET
     }
     await startServer()
     const out: string[] = []
-    const code = await runCli(['accounts', 'create', '--name', 'Crash', '--json'], env, {
-      out: (text) => out.push(text),
-      err: (text) => out.push(text),
-    })
+    const code = await runCli(
+      ['accounts', 'create', '--name', 'Crash', '--json'],
+      { ...process.env, ...env },
+      {
+        out: (text) => out.push(text),
+        err: (text) => out.push(text),
+      },
+    )
     expect(code, out.join('\n')).toBe(0)
     key = JSON.parse(out[0] ?? '{}').api_key.secret
   })
 
   afterAll(async () => {
-    server?.kill('SIGKILL')
+    await server?.stop('SIGKILL')
     rmSync(dir, { recursive: true, force: true })
-    if (dialect === 'postgres') {
-      const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
-      await admin.connect()
-      await admin.query(`drop schema if exists ${schema} cascade`)
-      await admin.end()
-    }
+    await dropSchema?.()
   })
 
-  /** Spawns `serve` as a user runs it and resolves once it listens. */
+  /** Starts `serve` as a user runs it, on the same port each time; resolves once it listens. */
   async function startServer(): Promise<void> {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-      env,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    })
-    server = child
-    let stderr = ''
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`serve did not start in 30 s: ${stderr}`)), 30_000)
-      child.stderr?.on('data', (chunk) => {
-        stderr += chunk
-        if (stderr.includes('Contacts API listening on')) {
-          clearTimeout(timer)
-          resolve()
-        }
-      })
-      child.once('exit', (code, signal) => {
-        clearTimeout(timer)
-        reject(new Error(`serve exited early (${code ?? signal}): ${stderr}`))
-      })
-    })
+    server = await startServerProcess(env)
   }
 
   async function killServer(): Promise<void> {
-    const child = server
-    if (!child || child.exitCode !== null || child.signalCode !== null) {
+    const child = server?.child
+    if (!server || !child || child.exitCode !== null || child.signalCode !== null) {
       throw new Error('the server is not running')
     }
-    const exited = new Promise<NodeJS.Signals | null>((resolve) =>
-      child.once('exit', (_code, signal) => resolve(signal)),
-    )
-    child.kill('SIGKILL')
-    expect(await exited).toBe('SIGKILL')
+    await server.stop('SIGKILL')
+    expect(child.signalCode).toBe('SIGKILL')
     server = undefined
   }
 
@@ -394,72 +368,4 @@ describe.each(dialects)('crash test on %s: kill -9 under concurrent writes, rest
         (dialect === 'sqlite' ? ', integrity_check ok after every kill' : ''),
     )
   })
-})
-
-// A kill between the commit of a keyed write and its response must not leave the write without its
-// stored answer (status NULL): the retry would be refused for 60 s, then run the write a second time.
-// So the answer commits in the write's own transaction; here the state is read right after each
-// commit, before the response is sent — the state a kill at that moment leaves behind.
-describe.each(testDialects())('idempotency after a crash on %s', (dialect) => {
-  it('a keyed write commits together with its answer, so its retry after a kill replays it', async () => {
-    const clock = manualClock()
-    const t = await createTestHarness({ dialect, clock })
-    try {
-      const acme = await t.createAccount()
-      const keyRows = () =>
-        t.db.selectFrom('idempotency_keys').select(['key', 'status', 'body', 'location']).orderBy('key').execute()
-      const atCommit: Array<Awaited<ReturnType<typeof keyRows>>> = []
-      const transaction = t.db.transaction.bind(t.db)
-      t.db.transaction = () => {
-        const builder = transaction()
-        const execute = builder.execute.bind(builder)
-        builder.execute = (async (callback: Parameters<typeof execute>[0]) => {
-          const result = await execute(callback)
-          atCommit.push(await keyRows())
-          return result
-        }) as typeof builder.execute
-        return builder
-      }
-      const create = {
-        method: 'POST' as const,
-        url: '/api/v1/contacts',
-        headers: { 'idempotency-key': 'crash-1' },
-        payload: { first_name: 'Once', email: 'once@example.com' },
-      }
-      const upsert = {
-        method: 'POST' as const,
-        url: '/api/v1/contacts/upsert',
-        headers: { 'idempotency-key': 'crash-2' },
-        payload: { email: 'once@example.com', last_name: 'Upserted' },
-      }
-      const created = await t.inject(acme, create)
-      const updated = await t.inject(acme, upsert)
-      expect([created.statusCode, updated.statusCode]).toEqual([201, 200])
-      const id = created.json().id
-      expect(atCommit).toEqual([
-        [{ key: 'crash-1', status: 201, body: created.body, location: `http://api.test/api/v1/contacts/${id}` }],
-        [
-          { key: 'crash-1', status: 201, body: created.body, location: `http://api.test/api/v1/contacts/${id}` },
-          { key: 'crash-2', status: 200, body: updated.body, location: null },
-        ],
-      ])
-      // Past the 60 s after which a key left in flight counts as abandoned: still replays, creates nothing.
-      clock.advance(61_000)
-      for (const [request, first] of [
-        [create, created],
-        [upsert, updated],
-      ] as const) {
-        const retry = await t.inject(acme, request)
-        expect([retry.statusCode, retry.body, retry.headers['idempotent-replayed']]).toEqual([
-          first.statusCode,
-          first.body,
-          'true',
-        ])
-      }
-      const contacts = (await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })).json().contacts
-      expect(contacts).toEqual([updated.json()])
-    } finally {
-      await t.close()
-    }
-  })
-})
+}
