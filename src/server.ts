@@ -25,7 +25,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     throw error
   }
   const app = await buildApp(deps)
-  await app.listen({ port: config.port, host: config.host })
+  try {
+    await app.listen({ port: config.port, host: config.host })
+  } catch (error) {
+    // A port in use: close what holds the event loop open (the pool, the LISTEN client, Redis),
+    // or the process would print the error and hang instead of exiting.
+    await app.close().catch(() => {})
+    await closeDeps(deps).catch(() => {})
+    throw error
+  }
   // Expired idempotency keys and sign-in failures are purged at start and then hourly.
   const purge = () =>
     Promise.all([

@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
 import { testDialects } from './dialects.js'
 import { createThrowawaySchema } from './harness.js'
-import { type ServerProcess, startServerProcess } from './processes.js'
+import { freePort, type ServerProcess, startServerProcess } from './processes.js'
 
 const ROUNDS = Number(process.env.CRASH_ROUNDS ?? 5)
 const WRITERS = 6
@@ -59,8 +59,7 @@ export function describeCrashTest(dialect: 'sqlite' | 'postgres'): void {
 }
 
 function crashSuite(dialect: 'sqlite' | 'postgres'): void {
-  const port = 30_000 + Math.floor(Math.random() * 20_000)
-  const base = `http://127.0.0.1:${port}`
+  let base = ''
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-crash-'))
   const sqliteFile = path.join(dir, 'contacts.sqlite')
   let dropSchema: (() => Promise<void>) | undefined
@@ -69,6 +68,9 @@ function crashSuite(dialect: 'sqlite' | 'postgres'): void {
   let key = ''
 
   beforeAll(async () => {
+    // The same port at every restart, as a client would expect.
+    const port = await freePort()
+    base = `http://127.0.0.1:${port}`
     env = {
       PORT: String(port),
       LOG_LEVEL: 'warn',

@@ -1,6 +1,7 @@
 // Real server processes for multi-process tests: spawn `serve` (built, or with tsx), wait until it listens.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { readdirSync, statSync } from 'node:fs'
+import { type AddressInfo, createServer } from 'node:net'
 import path from 'node:path'
 
 export interface ServerProcess {
@@ -10,8 +11,16 @@ export interface ServerProcess {
   stop(signal?: NodeJS.Signals): Promise<number | null>
 }
 
-export function randomPort(): number {
-  return 30_000 + Math.floor(Math.random() * 25_000)
+/**
+ * A port nobody listens on now, picked by the OS. (A random guess collided with another file's
+ * server once in a while, since test files share the machine.)
+ */
+export async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
 }
 
 let serveCommand: string[] | undefined
@@ -42,7 +51,7 @@ function isBuildCurrent(sourceDir: string, outDir: string): boolean {
 }
 
 export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
-  const port = env.PORT ?? String(randomPort())
+  const port = env.PORT ?? String(await freePort())
   const child = spawn(process.execPath, [...cliCommand(), 'serve'], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],

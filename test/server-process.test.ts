@@ -3,13 +3,16 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
+import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
-import { cliCommand } from './processes.js'
+import { testDialects } from './dialects.js'
+import { createThrowawaySchema } from './harness.js'
+import { cliCommand, freePort } from './processes.js'
 
-const PORT = 30_000 + Math.floor(Math.random() * 20_000)
+const PORT = await freePort()
 const base = `http://127.0.0.1:${PORT}`
 
 describe('contacts-api serve in a real process', () => {
@@ -124,3 +127,47 @@ describe('contacts-api serve in a real process', () => {
     expect(stdout).toContain('"msg":"shutting down"')
   })
 })
+
+describe.each(testDialects().filter((dialect) => dialect !== 'pglite'))(
+  'serve on %s with its port taken',
+  (dialect) => {
+    it('exits 1 at once with the reason, instead of hanging on its open connections', async () => {
+      const taken = createServer()
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+      const { port } = taken.address() as AddressInfo
+      const dir = mkdtempSync(path.join(tmpdir(), 'contacts-port-'))
+      const schema = dialect === 'postgres' ? await createThrowawaySchema('port') : undefined
+      try {
+        const child = spawn(process.execPath, [...cliCommand(), 'serve'], {
+          env: {
+            ...process.env,
+            PORT: String(port),
+            DATABASE_URL: schema?.url ?? `sqlite:${path.join(dir, 'contacts.sqlite')}`,
+            SECRET: 'port-test-secret-0123456789abcdef0123456789',
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        })
+        let stderr = ''
+        child.stderr?.on('data', (chunk) => {
+          stderr += chunk
+        })
+        const code = await new Promise<number | null>((resolve) => {
+          const timer = setTimeout(() => {
+            child.kill('SIGKILL')
+            resolve(null)
+          }, 10_000)
+          child.once('exit', (exitCode) => {
+            clearTimeout(timer)
+            resolve(exitCode)
+          })
+        })
+        expect(code, stderr).toBe(1)
+        expect(stderr).toContain('EADDRINUSE')
+      } finally {
+        taken.close()
+        rmSync(dir, { recursive: true, force: true })
+        await schema?.drop()
+      }
+    })
+  },
+)

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
-import { cliCommand, randomPort, startServerProcess } from './processes.js'
+import { cliCommand, freePort, startServerProcess } from './processes.js'
 
 describe('operations in a real process', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-ops-'))
@@ -58,7 +58,7 @@ describe('operations in a real process', () => {
         ...process.env,
         DATABASE_URL: `sqlite:${path.join(dir, 'redis.sqlite')}`,
         REDIS_URL: 'redis://127.0.0.1:1',
-        PORT: String(randomPort()),
+        PORT: String(await freePort()),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     })
