@@ -1,6 +1,7 @@
 // Migrations on every dialect: up on a fresh database, down to nothing and up again, and the
 // same schema (columns, tenant-first primary keys and foreign keys) on SQLite and PostgreSQL.
 import { sql } from 'kysely'
+import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
 import { createContact } from '../src/contacts/contacts.store.js'
@@ -331,5 +332,37 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(other?.primaryKeys).toEqual(sqlite?.primaryKeys)
     expect(other?.foreignKeys).toEqual(sqlite?.foreignKeys)
     expect(other?.uniqueIndexes).toEqual(sqlite?.uniqueIndexes)
+  })
+})
+
+describe.runIf(testDialects().includes('postgres'))('migrations beside other schemas on the PostgreSQL server', () => {
+  it('run while another schema of the database is being dropped (Kysely introspected every schema)', async () => {
+    const { database, dispose } = await openFresh('postgres')
+    const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+    await admin.connect()
+    try {
+      // Other schemas, each with tables, dropped one after another while this one checks its migrations.
+      const others = Array.from({ length: 30 }, (_, i) => `other_${process.pid}_${Date.now()}_${i}`)
+      for (const name of others) {
+        await admin.query(`create schema ${name}; create table ${name}.t (a int, b text, c int)`)
+      }
+      const dropping = (async () => {
+        for (const name of others) {
+          await admin.query(`drop schema ${name} cascade`)
+        }
+      })()
+      const checks: Promise<unknown>[] = []
+      for (let i = 0; i < 30; i++) {
+        checks.push(migrationStatus(database))
+      }
+      const outcomes = await Promise.allSettled([...checks, dropping])
+      expect(
+        outcomes.filter((o) => o.status === 'rejected').map((o) => String((o as PromiseRejectedResult).reason)),
+      ).toEqual([])
+      expect(await migrateToLatest(database)).toEqual(MIGRATIONS)
+    } finally {
+      await admin.end()
+      await dispose()
+    }
   })
 })

@@ -1,5 +1,5 @@
 // Runs the migrations in db/migrations through Kysely's Migrator, handing each the dialect.
-import { type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
+import { type DatabaseIntrospector, type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
 import type { DatabaseHandle } from './database.js'
 import type { Dialect } from './dialect.js'
 import type { MigrationDb } from './migration-helpers.js'
@@ -33,7 +33,39 @@ async function migrator(handle: DatabaseHandle): Promise<Migrator> {
     handle.dialect === 'postgres'
       ? (await sql<{ name: string }>`select current_schema() as name`.execute(handle.db)).rows[0]?.name
       : undefined
-  return new Migrator({ db: handle.db, provider, ...(schema ? { migrationTableSchema: schema } : {}) })
+  return schema
+    ? new Migrator({ db: introspectingOnly(handle.db, schema), provider, migrationTableSchema: schema })
+    : new Migrator({ db: handle.db, provider })
+}
+
+/**
+ * The database as the Migrator sees it: its check for its own tables looks in our schema only.
+ * Kysely's PostgreSQL introspector reads every column of every table of every schema, calling
+ * has_schema_privilege() by name, so a schema dropped meanwhile by anyone (another service's
+ * migration; the tests' throwaway schemas) failed our migration with "schema … does not exist"
+ * (test/migrations.test.ts reproduces it). Everything else is the database itself.
+ */
+function introspectingOnly<DB>(db: Kysely<DB>, schema: string): Kysely<DB> {
+  const getTables = async () => {
+    const { rows } = await sql<{ name: string }>`
+      select tablename as name from pg_catalog.pg_tables where schemaname = ${schema}`.execute(db)
+    return rows.map(({ name }) => ({ name, schema, isView: false, columns: [] }))
+  }
+  const introspection: DatabaseIntrospector = {
+    getSchemas: async () => [{ name: schema }],
+    getTables,
+    getMetadata: async () => ({ tables: await getTables() }),
+  }
+  return new Proxy(db, {
+    get(target, property) {
+      if (property === 'introspection') {
+        return introspection
+      }
+      const value: unknown = Reflect.get(target, property, target)
+      // Kysely's methods use private fields: they must run on the instance itself, not the proxy.
+      return typeof value === 'function' ? value.bind(target) : value
+    },
+  })
 }
 
 function check(result: MigrationResultSet): string[] {
