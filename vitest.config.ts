@@ -21,6 +21,11 @@ export default defineConfig({
     hookTimeout: 60_000,
     // PGlite instances are heavy (WASM); two workers fit the 2-core machine.
     maxWorkers: 2,
+    // A worker's files share its modules: the app's modules load once per worker, not once per
+    // file (that was ~20 s of the suite's CPU), and test/harness.ts hands emptied PGlites on from
+    // file to file. Nothing keeps state in a module between files: each file builds its own
+    // harnesses, servers and clocks.
+    isolate: false,
     sequence: { sequencer: LongPolesFirst },
   },
 })

@@ -6,7 +6,7 @@ import { PGlite } from '@electric-sql/pglite'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { Kysely } from 'kysely'
 import pg from 'pg'
-import { afterAll, inject } from 'vitest'
+import { inject } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
 import { FULL_SCOPES, type Scope } from '../src/api-keys/api-key.js'
 import { issueApiKey } from '../src/api-keys/api-keys.store.js'
@@ -104,14 +104,14 @@ export const testConfig = (env: Record<string, string> = {}): Config =>
 
 let pgliteDump: Blob | undefined
 /**
- * Migrated PGlites that closed harnesses gave back, emptied, for the next harness of this test file:
- * a TRUNCATE of every table costs ~20 ms where loading the dump costs ~0.4 s of wall time (0.9 s of
- * CPU under the full suite), so a suite can afford a fresh database per test.
+ * Migrated PGlites that closed harnesses gave back, emptied, for the next harness of this test
+ * worker (files share a worker's modules: vitest.config.ts, `isolate: false`): a TRUNCATE of every
+ * table costs ~20 ms where loading the dump costs ~0.4 s of wall time (0.9 s of CPU under the full
+ * suite), so a suite can afford a fresh database per test. They live as long as the worker.
  */
 const idlePglites: PGlite[] = []
-afterAll(async () => {
-  await Promise.all(idlePglites.splice(0).map((pglite) => pglite.close()))
-})
+/** More than a file ever holds open at once; a harness given back beyond it is closed. */
+const IDLE_PGLITES_MAX = 4
 
 /**
  * A fresh database of the dialect: empty, or with `migrated` the PGlite leg starts migrated (a
@@ -187,6 +187,10 @@ async function giveBack(pglite: PGlite): Promise<void> {
     )
     if (rows.length > 0) {
       await pglite.exec(`truncate ${rows.map((row) => `"${row.name}"`).join(', ')}`)
+    }
+    if (idlePglites.length >= IDLE_PGLITES_MAX) {
+      await pglite.close()
+      return
     }
     idlePglites.push(pglite)
   } catch {

@@ -13,7 +13,7 @@ describe.each(testDialects())('inTransaction on %s', (dialect) => {
   let database: DatabaseHandle
   let dispose: () => Promise<void>
   beforeEach(async () => {
-    ;({ database, dispose } = await openTestDatabase(dialect))
+    ;({ database, dispose } = await openTestDatabase(dialect, { migrated: true }))
     await migrateToLatest(database)
   })
   afterEach(async () => {
