@@ -160,7 +160,7 @@ async function resolveQuietly(resolve: Resolver, hostname: string): Promise<Reso
 }
 
 /** Races a promise against a timer; the timer never keeps the process alive and is always cleared. */
-export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | 'timeout'> {
   let timer: NodeJS.Timeout | undefined
   const expired = new Promise<'timeout'>((settle) => {
     timer = setTimeout(() => settle('timeout'), Math.max(0, ms))
