@@ -2,16 +2,13 @@
 import { isIP } from 'node:net'
 import type { Resolver } from '../src/webhooks/webhook-url.js'
 
-/** Answers each name from `names`; an unknown name fails like NXDOMAIN. Counts calls per name. */
-export function staticResolver(names: Record<string, readonly string[]>): Resolver & { calls: Map<string, number> } {
-  const calls = new Map<string, number>()
-  const resolve = async (hostname: string) => {
-    calls.set(hostname, (calls.get(hostname) ?? 0) + 1)
+/** Answers each name from `names`; an unknown name fails like NXDOMAIN. */
+export function staticResolver(names: Record<string, readonly string[]>): Resolver {
+  return async (hostname) => {
     const addresses = Object.hasOwn(names, hostname) ? names[hostname] : undefined
     if (addresses === undefined) {
       throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
     }
     return addresses.map((address) => ({ address, family: isIP(address) }))
   }
-  return Object.assign(resolve, { calls })
 }
