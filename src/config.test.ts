@@ -26,8 +26,73 @@ describe('loadConfig', () => {
       keyPrefix: 'service',
       rateLimit: { perSecond: 100, burst: 200, authFailuresPerMinute: 20 },
       trustProxy: false,
+      webhooks: {
+        worker: true,
+        timeoutMs: 10_000,
+        retryScheduleS: [5, 300, 1800, 7200, 18000, 36000, 50400, 72000, 86400],
+        allowPrivateUrls: false,
+      },
+      eventRetentionDays: 30,
     })
     expect(Object.isFrozen(config)).toBe(true)
+    expect(Object.isFrozen(config.webhooks)).toBe(true)
+    expect(Object.isFrozen(config.webhooks.retryScheduleS)).toBe(true)
+  })
+
+  it('webhook settings', () => {
+    const config = loadConfig({
+      WEBHOOK_WORKER: 'off',
+      WEBHOOK_TIMEOUT_MS: '2500',
+      WEBHOOK_RETRY_SCHEDULE: ' 1, 60 ,3600',
+      WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+      EVENT_RETENTION_DAYS: '3650',
+    })
+    expect(config.webhooks).toEqual({
+      worker: false,
+      timeoutMs: 2500,
+      retryScheduleS: [1, 60, 3600],
+      allowPrivateUrls: true,
+    })
+    expect(config.eventRetentionDays).toBe(3650)
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: String(7 * 24 * 3600) }).webhooks.retryScheduleS).toEqual([604800])
+    expect(loadConfig({ WEBHOOK_RETRY_SCHEDULE: Array(20).fill('1').join(',') }).webhooks.retryScheduleS).toHaveLength(
+      20,
+    )
+  })
+
+  it('lists every webhook problem at once', () => {
+    expect(
+      problemsOf({
+        WEBHOOK_WORKER: 'yes',
+        WEBHOOK_TIMEOUT_MS: '999',
+        WEBHOOK_RETRY_SCHEDULE: '5,,300',
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'TRUE',
+        EVENT_RETENTION_DAYS: '0',
+      }),
+    ).toEqual([
+      'WEBHOOK_WORKER must be on or off (got "yes")',
+      'WEBHOOK_TIMEOUT_MS must be an integer from 1000 to 60000 (got "999")',
+      'WEBHOOK_RETRY_SCHEDULE must be 1 to 20 comma-separated delays in seconds, each from 1 to 604800 (got "5,,300")',
+      'WEBHOOK_ALLOW_PRIVATE_URLS must be true or false (got "TRUE")',
+      'EVENT_RETENTION_DAYS must be an integer from 1 to 3650 (got "0")',
+    ])
+  })
+
+  it.each(['0', '-5', '5,300,', '1.5', '5;300', '1e3', '604801', 'toString', Array(21).fill('1').join(',')])(
+    'WEBHOOK_RETRY_SCHEDULE=%j is refused',
+    (raw) => {
+      expect(problemsOf({ WEBHOOK_RETRY_SCHEDULE: raw })).toHaveLength(1)
+    },
+  )
+
+  it.each([
+    ['WEBHOOK_WORKER', 'toString'],
+    ['WEBHOOK_ALLOW_PRIVATE_URLS', '1'],
+    ['WEBHOOK_TIMEOUT_MS', '60001'],
+    ['WEBHOOK_TIMEOUT_MS', '10s'],
+    ['EVENT_RETENTION_DAYS', '3651'],
+  ])('%s=%j is refused', (name, raw) => {
+    expect(problemsOf({ [name]: raw })).toHaveLength(1)
   })
 
   it('lists every problem at once', () => {

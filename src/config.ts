@@ -25,6 +25,20 @@ export interface Config {
    * none (false), the nearest n hops, or these addresses / CIDR ranges.
    */
   readonly trustProxy: false | number | readonly string[]
+  readonly webhooks: WebhooksConfig
+  /** Events and delivery records older than this many days are purged. */
+  readonly eventRetentionDays: number
+}
+
+export interface WebhooksConfig {
+  /** Deliver webhooks from this process (false: an API-only instance; the worker runs elsewhere). */
+  readonly worker: boolean
+  /** One delivery attempt's limit, connect + response. */
+  readonly timeoutMs: number
+  /** Seconds to wait before each retry; its length is the number of retries. */
+  readonly retryScheduleS: readonly number[]
+  /** Development and tests only: allow http: and loopback/private targets. */
+  readonly allowPrivateUrls: boolean
 }
 
 export class ConfigError extends Error {
@@ -37,6 +51,10 @@ const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'
 export const DEFAULT_SQLITE_PATH = './data/contacts.sqlite'
 /** The largest value of each rate-limit setting (also what GET /me's `limits` can report). */
 export const RATE_LIMIT_MAX = 1_000_000
+export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,50400,72000,86400'
+// A schedule is bounded so a typo cannot keep a delivery alive for months or retry thousands of times.
+const RETRY_SCHEDULE_MAX_ENTRIES = 20
+const RETRY_DELAY_MAX_S = 7 * 24 * 3600
 
 /** Pure: reads only the given env object. Throws ConfigError listing every problem at once. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
@@ -101,6 +119,29 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY, problems)
 
+  const choice = <T>(name: string, fallback: T, choices: Record<string, T>): T => {
+    const raw = env[name]
+    if (raw === undefined || raw === '') {
+      return fallback
+    }
+    // hasOwn: an inherited name such as `toString` is not a choice.
+    const value = Object.hasOwn(choices, raw) ? choices[raw] : undefined
+    if (value === undefined) {
+      problems.push(`${name} must be ${Object.keys(choices).join(' or ')} (got "${raw}")`)
+      return fallback
+    }
+    return value
+  }
+
+  const webhooks: WebhooksConfig = {
+    worker: choice('WEBHOOK_WORKER', true, { on: true, off: false }),
+    // Below 1 s a healthy receiver behind TLS fails; above 60 s one slow endpoint holds a worker slot too long.
+    timeoutMs: integer('WEBHOOK_TIMEOUT_MS', 10_000, 1000, 60_000),
+    retryScheduleS: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE, problems),
+    allowPrivateUrls: choice('WEBHOOK_ALLOW_PRIVATE_URLS', false, { true: true, false: false }),
+  }
+  const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
+
   if (problems.length > 0) {
     throw new ConfigError(problems)
   }
@@ -116,7 +157,25 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     logLevel,
     rateLimit: Object.freeze(rateLimit),
     trustProxy,
+    webhooks: Object.freeze(webhooks),
+    eventRetentionDays,
   })
+}
+
+/** `WEBHOOK_RETRY_SCHEDULE`: comma-separated delays in seconds, each a positive integer. */
+function parseRetrySchedule(raw: string | undefined, problems: string[]): readonly number[] {
+  const text = raw === undefined || raw.trim() === '' ? DEFAULT_WEBHOOK_RETRY_SCHEDULE : raw
+  const entries = text.split(',').map((entry) => entry.trim())
+  const valid = entries.every(
+    (entry) => /^\d+$/.test(entry) && Number(entry) >= 1 && Number(entry) <= RETRY_DELAY_MAX_S,
+  )
+  if (!valid || entries.length > RETRY_SCHEDULE_MAX_ENTRIES) {
+    problems.push(
+      `WEBHOOK_RETRY_SCHEDULE must be 1 to ${RETRY_SCHEDULE_MAX_ENTRIES} comma-separated delays in seconds, each from 1 to ${RETRY_DELAY_MAX_S} (got "${raw}")`,
+    )
+    return Object.freeze(DEFAULT_WEBHOOK_RETRY_SCHEDULE.split(',').map(Number))
+  }
+  return Object.freeze(entries.map(Number))
 }
 
 /** `TRUST_PROXY`: unset (trust no proxy), a hop count (`1` behind one load balancer), or addresses and CIDR ranges. */

@@ -1,9 +1,16 @@
 // Small crypto helpers over node:crypto.
-import { createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex')
 
 export const hmacSha256 = (secret: string, text: string): Buffer => createHmac('sha256', secret).update(text).digest()
+
+/**
+ * A 32-byte key for one purpose, derived from the app's SECRET with HKDF-SHA-256: the same SECRET gives
+ * the same key on every instance, and the purpose label keeps keys for different uses apart.
+ */
+export const deriveKey = (secret: string, purpose: string): Buffer =>
+  Buffer.from(hkdfSync('sha256', secret, Buffer.alloc(0), purpose, 32))
 
 export function safeEqual(a: Buffer, b: Buffer): boolean {
   return a.length === b.length && timingSafeEqual(a, b)

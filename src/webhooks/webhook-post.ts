@@ -1,0 +1,175 @@
+// One webhook delivery attempt over the network: to a checked address only, one timeout, no redirects, 1 KB read.
+import http from 'node:http'
+import https from 'node:https'
+import type { LookupFunction } from 'node:net'
+import { type Resolver, resolveWebhookTarget, type WebhookTarget, type WebhookTargetFailure } from './webhook-url.js'
+
+export type WebhookPost = {
+  url: string | URL
+  /** Signature and content-type headers (signing.ts); content-length is set here. */
+  headers: Readonly<Record<string, string>>
+  body: string
+  /** One limit for DNS + connect + TLS + response (WEBHOOK_TIMEOUT_MS). */
+  timeoutMs: number
+  /** WEBHOOK_ALLOW_PRIVATE_URLS: allows http: and non-public addresses (development and tests). */
+  allowPrivate: boolean
+  resolve?: Resolver
+}
+
+export type DeliveryResult = {
+  /** A 2xx response read without error: the only success. */
+  ok: boolean
+  /** The receiver's status, also for failures (a 3xx is recorded, never followed); null if none came. */
+  statusCode: number | null
+  durationMs: number
+  /** At most the first EXCERPT_MAX_BYTES of the response body, as UTF-8. Untrusted text: escape it to show it. */
+  excerpt: string
+  /** Why the attempt failed when the status does not say (`timeout`, `connection refused`, `blocked address …`). */
+  error: string | null
+}
+
+// The receiver's answer is untrusted and only shown to the tenant: a cap keeps a hostile endpoint from
+// filling memory or the deliveries table, and keeps this from becoming a read oracle.
+export const EXCERPT_MAX_BYTES = 1024
+
+/** POSTs one delivery. Never throws for network failures: every outcome is a DeliveryResult. */
+export async function postWebhook(post: WebhookPost): Promise<DeliveryResult> {
+  const started = performance.now()
+  const result = (statusCode: number | null, excerpt: string, error: string | null): DeliveryResult => ({
+    ok: error === null && statusCode !== null && statusCode >= 200 && statusCode < 300,
+    statusCode,
+    durationMs: Math.round(performance.now() - started),
+    excerpt,
+    error,
+  })
+  // The host is resolved once, here, and every address checked; the connection below can use no other.
+  const resolved = await resolveWebhookTarget(post.url, post, post.timeoutMs)
+  if (!resolved.ok) {
+    return result(null, '', targetError(resolved.failure))
+  }
+  const remainingMs = post.timeoutMs - (performance.now() - started)
+  const outcome = await send(resolved.target, post, remainingMs)
+  return result(outcome.statusCode, outcome.excerpt, outcome.error)
+}
+
+type Outcome = { statusCode: number | null; excerpt: string; error: string | null }
+
+function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Promise<Outcome> {
+  return new Promise((settle) => {
+    let statusCode: number | null = null
+    const chunks: Buffer[] = []
+    let received = 0
+    let request: http.ClientRequest | undefined
+    let settled = false
+    const finish = (error: string | null): void => {
+      if (settled) {
+        return
+      }
+      settled = true
+      clearTimeout(timer)
+      // Destroying also drops whatever the receiver still sends beyond the excerpt.
+      request?.destroy()
+      settle({ statusCode, excerpt: decodeExcerpt(Buffer.concat(chunks)), error })
+    }
+    const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs))
+
+    // Node asks this function, not DNS, for the host's addresses, so the socket can only reach an address
+    // that was checked (no DNS rebinding window), while TLS SNI, the certificate check and the Host header
+    // still use the name. An IP literal host skips lookup; it was checked as such.
+    const lookup: LookupFunction = (_hostname, options, callback) => {
+      const [first] = target.addresses
+      if (options.all) {
+        callback(null, target.addresses)
+      } else if (first) {
+        callback(null, first.address, first.family)
+      } else {
+        callback(Object.assign(new Error('no checked address'), { code: 'ENOTFOUND' }), '', 0)
+      }
+    }
+
+    const { url } = target
+    const transport = url.protocol === 'https:' ? https : http
+    try {
+      request = transport.request({
+        protocol: url.protocol,
+        hostname: target.hostname,
+        port: url.port === '' ? undefined : Number(url.port),
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
+        // A fresh connection per delivery: no socket is shared between endpoints (or tenants).
+        agent: false,
+        lookup,
+      })
+    } catch {
+      // Node validates header names and values synchronously (e.g. CR/LF in a value).
+      finish('invalid request')
+      return
+    }
+    request.on('error', (error) => finish(networkError(error)))
+    request.on('response', (response) => {
+      statusCode = response.statusCode ?? null
+      response.on('data', (chunk: Buffer) => {
+        const room = EXCERPT_MAX_BYTES - received
+        chunks.push(chunk.subarray(0, room))
+        received += Math.min(room, chunk.length)
+        if (received >= EXCERPT_MAX_BYTES) {
+          finish(statusError(statusCode))
+        }
+      })
+      response.on('end', () => finish(statusError(statusCode)))
+      response.on('error', (error) => finish(networkError(error)))
+      response.on('close', () => finish(response.complete ? statusError(statusCode) : 'connection closed'))
+    })
+    request.end(post.body)
+  })
+}
+
+// Redirects are never followed (they could point anywhere, including inside our network); the error
+// says so, since a 3xx alone reads like a success that went elsewhere.
+const statusError = (statusCode: number | null): string | null =>
+  statusCode !== null && statusCode >= 300 && statusCode < 400 ? 'redirect not followed' : null
+
+function targetError(failure: WebhookTargetFailure): string {
+  switch (failure.kind) {
+    case 'blocked':
+      return `blocked address ${failure.address}`
+    case 'dns':
+      return 'dns failure'
+    case 'invalid':
+      return `invalid url: ${failure.reason}`
+  }
+}
+
+const NETWORK_ERRORS: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  EPIPE: 'connection reset',
+  ETIMEDOUT: 'timeout',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  ENOTFOUND: 'dns failure',
+  EAI_AGAIN: 'dns failure',
+}
+
+/** A short, fixed-vocabulary description: error messages may carry addresses or receiver text. */
+function networkError(error: Error): string {
+  const code = (error as NodeJS.ErrnoException).code ?? ''
+  const known = Object.hasOwn(NETWORK_ERRORS, code) ? NETWORK_ERRORS[code] : undefined
+  if (known !== undefined) {
+    return known
+  }
+  if (!/^[A-Z0-9_]{1,64}$/.test(code)) {
+    return 'network error'
+  }
+  if (code.startsWith('HPE_')) {
+    return 'invalid response'
+  }
+  if (/^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_|HOSTNAME_)/.test(code)) {
+    return `tls error (${code})`
+  }
+  return `network error (${code})`
+}
+
+// stream: true holds back a multi-byte character cut at the byte limit instead of emitting U+FFFD.
+const decodeExcerpt = (bytes: Buffer): string => new TextDecoder('utf-8').decode(bytes, { stream: true })
