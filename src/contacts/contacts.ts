@@ -15,9 +15,6 @@ import {
 } from './contacts.schemas.js'
 import type { ContactsTable, ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 
-/** Free text, copied as given (the schema bounds it); the other fields have their own rule below. */
-const TEXT_FIELDS = ['first_name', 'last_name', 'company', 'job_title'] as const satisfies readonly ContactField[]
-
 export function normalizePhone(raw: string): string | undefined {
   const parsed = parsePhoneNumberFromString(raw.trim())
   // E.164 has no extension: refuse one rather than drop it silently.
@@ -39,6 +36,71 @@ export const emptyContact = (id: string, now: string): Contact => ({
   updated_at: now,
 })
 
+/** How one field's input value (null included, undefined excluded) merges into the contact. */
+type Merge<F extends ContactField> = (
+  current: Contact[F],
+  value: Exclude<ContactInput[F], undefined>,
+  errors: FieldError[],
+) => Contact[F]
+
+/**
+ * The merge rule of every writable field: a field added to CONTACT_FIELDS fails to compile here
+ * until it has one. Free text is copied as given (the schema bounds it).
+ */
+const MERGE: { [F in ContactField]: Merge<F> } = {
+  email: (_, value, errors) =>
+    normalized(value, normalizeEmail, () => errors.push({ field: 'email', message: 'is not a valid email address' })),
+  phone: (_, value, errors) =>
+    normalized(value, normalizePhone, () =>
+      errors.push({
+        field: 'phone',
+        message: 'is not a valid phone number in international format, e.g. +441632960961',
+      }),
+    ),
+  first_name: (_, value) => value,
+  last_name: (_, value) => value,
+  company: (_, value) => value,
+  job_title: (_, value) => value,
+  tags: (_, value) => [...new Set(value ?? [])],
+  custom_fields: (current, value, errors) => {
+    if (value === null) {
+      return {}
+    }
+    const merged = { ...current }
+    for (const [key, item] of Object.entries(value)) {
+      if (item === null) {
+        delete merged[key]
+      } else {
+        merged[key] = item
+      }
+    }
+    if (Object.keys(merged).length > CUSTOM_FIELDS_MAX) {
+      errors.push({ field: 'custom_fields', message: `must have at most ${CUSTOM_FIELDS_MAX} keys in all` })
+    }
+    return merged
+  },
+}
+
+/** null stays null; text is normalized, or null with the error reported when it cannot be. */
+function normalized(value: string | null, normalize: (raw: string) => string | undefined, refuse: () => void) {
+  if (value === null) {
+    return null
+  }
+  const result = normalize(value)
+  if (result === undefined) {
+    refuse()
+  }
+  return result ?? null
+}
+
+function mergeField<F extends ContactField>(next: Contact, input: ContactInput, field: F, errors: FieldError[]): void {
+  const value = input[field]
+  if (value !== undefined) {
+    // Checked just above; TypeScript does not narrow an indexed access on a type parameter.
+    next[field] = MERGE[field](next[field], value as Exclude<ContactInput[F], undefined>, errors)
+  }
+}
+
 /**
  * Applies an input with merge semantics: an absent field is unchanged, null clears it,
  * custom_fields merge per key and a null value deletes the key. Throws invalid_parameter
@@ -46,45 +108,9 @@ export const emptyContact = (id: string, now: string): Contact => ({
  */
 export function applyContactInput(base: Contact, input: ContactInput, now: string): Contact {
   const errors: FieldError[] = []
-  const next: Contact = { ...base, tags: [...base.tags], custom_fields: { ...base.custom_fields } }
-
-  if (input.email !== undefined) {
-    next.email = input.email === null ? null : (normalizeEmail(input.email) ?? null)
-    if (input.email !== null && next.email === null) {
-      errors.push({ field: 'email', message: 'is not a valid email address' })
-    }
-  }
-  if (input.phone !== undefined) {
-    next.phone = input.phone === null ? null : (normalizePhone(input.phone) ?? null)
-    if (input.phone !== null && next.phone === null) {
-      errors.push({
-        field: 'phone',
-        message: 'is not a valid phone number in international format, e.g. +441632960961',
-      })
-    }
-  }
-  for (const field of TEXT_FIELDS) {
-    const value = input[field]
-    if (value !== undefined) {
-      next[field] = value
-    }
-  }
-  if (input.tags !== undefined) {
-    next.tags = [...new Set(input.tags ?? [])]
-  }
-  if (input.custom_fields === null) {
-    next.custom_fields = {}
-  } else if (input.custom_fields !== undefined) {
-    for (const [key, value] of Object.entries(input.custom_fields)) {
-      if (value === null) {
-        delete next.custom_fields[key]
-      } else {
-        next.custom_fields[key] = value
-      }
-    }
-    if (Object.keys(next.custom_fields).length > CUSTOM_FIELDS_MAX) {
-      errors.push({ field: 'custom_fields', message: `must have at most ${CUSTOM_FIELDS_MAX} keys in all` })
-    }
+  const next: Contact = { ...base }
+  for (const field of CONTACT_FIELDS) {
+    mergeField(next, input, field, errors)
   }
   if (next.email === null && next.phone === null && next.first_name === null && next.last_name === null) {
     errors.push({ field: 'email', message: 'or phone, first_name or last_name is required' })
