@@ -233,6 +233,14 @@ describe('contacts-api keys', () => {
       const rows = db.prepare('select action, target_id, actor_user_id, ip, detail from audit_log order by id').all()
       expect(rows).toEqual([
         {
+          // The account's first key, issued by `accounts create`.
+          action: 'api_key.created',
+          target_id: owner.api_key.id,
+          actor_user_id: null,
+          ip: null,
+          detail: JSON.stringify({ name: 'Default', scopes: ['read', 'write'], expires_at: null }),
+        },
+        {
           action: 'api_key.created',
           target_id: key.id,
           actor_user_id: null,

@@ -75,6 +75,14 @@ describe.each(testDialects())('key lifecycle on %s', (dialect) => {
         ip: person.ip,
         detail: { name: 'Reader', scopes: ['read'], expires_at: null },
       },
+      {
+        // The account's first key, issued with the account (as the command line does).
+        action: 'api_key.created',
+        targetId: expect.any(String),
+        actorUserId: null,
+        ip: null,
+        detail: { name: 'Default', scopes: ['read', 'write'], expires_at: null },
+      },
     ])
     expect(pushes).toEqual([])
   })
@@ -92,6 +100,7 @@ describe.each(testDialects())('key lifecycle on %s', (dialect) => {
     expect((await audit(accountId)).map((e) => [e.action, e.actorUserId, e.detail])).toEqual([
       ['api_key.revoked', null, { name: 'Reader' }],
       ['api_key.created', person.userId, expect.any(Object)],
+      ['api_key.created', null, expect.objectContaining({ name: 'Default' })],
     ])
   })
 

@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely'
 import { type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
-import { inTransaction, type OnCommit } from '../db/transaction.js'
+import { inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
 import type { Scope } from './api-key.js'
 import { type ApiKey, expireApiKeyAt, issueApiKey, revokeApiKey, type StoredApiKey } from './api-keys.store.js'
 import type { KeyRevocations } from './key-revocations.js'
@@ -47,13 +47,23 @@ export async function issueKey(
   actor: AuditActor,
   now: Date,
 ): Promise<IssuedKey> {
-  return inTransaction(deps.database.db, async (trx) => {
-    const issued = await issueApiKey(trx, accountId, { ...key, now, prefix: deps.config.keyPrefix })
-    const { id, name, scopes, expires_at } = issued.apiKey
-    const detail = { name, scopes, expires_at }
-    await recordAudit(trx, accountId, { action: 'api_key.created', targetId: id, actor, detail }, now)
-    return issued
-  })
+  return inTransaction(deps.database.db, (trx) => issueKeyIn(trx, accountId, key, actor, now, deps.config.keyPrefix))
+}
+
+/** The same inside the caller's transaction: an account's first key is issued with the account. */
+export async function issueKeyIn(
+  trx: Trx,
+  accountId: string,
+  key: NewKey,
+  actor: AuditActor,
+  now: Date,
+  keyPrefix: string,
+): Promise<IssuedKey> {
+  const issued = await issueApiKey(trx, accountId, { ...key, now, prefix: keyPrefix })
+  const { id, name, scopes, expires_at } = issued.apiKey
+  const detail = { name, scopes, expires_at }
+  await recordAudit(trx, accountId, { action: 'api_key.created', targetId: id, actor, detail }, now)
+  return issued
 }
 
 /**
