@@ -48,7 +48,7 @@ export class ConfigError extends Error {
 }
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const
-export const DEFAULT_SQLITE_PATH = './data/contacts.sqlite'
+const DEFAULT_SQLITE_PATH = './data/contacts.sqlite'
 /** The largest value of each rate-limit setting (also what GET /me's `limits` can report). */
 export const RATE_LIMIT_MAX = 1_000_000
 export const DEFAULT_WEBHOOK_RETRY_SCHEDULE = '5,300,1800,7200,18000,36000,50400,72000,86400'
@@ -230,6 +230,6 @@ function parseDatabaseUrl(
 }
 
 /** Hides a password in a connection URL before it is printed. */
-export function redactUrl(raw: string): string {
+function redactUrl(raw: string): string {
   return raw.replace(/\/\/([^:/@]+):[^@]*@/, '//$1:***@')
 }

@@ -1,7 +1,7 @@
 // The API key format: generate, parse from a header, digest, redact. Pure functions.
 import { randomAlphanumeric, sha256Hex } from '../lib/crypto.js'
 
-export const KEY_RANDOM_LENGTH = 32
+const KEY_RANDOM_LENGTH = 32
 export type Scope = 'read' | 'write'
 export const FULL_SCOPES: Scope[] = ['read', 'write']
 export const READ_ONLY_SCOPES: Scope[] = ['read']

@@ -13,9 +13,9 @@ export const CSV_COLUMNS = ['id', ...CONTACT_FIELDS, 'created_at', 'updated_at']
 export type CsvColumn = (typeof CSV_COLUMNS)[number]
 export const TAG_SEPARATOR = ';'
 
-export const EXPORT_PAGE_SIZE = 500
+const EXPORT_PAGE_SIZE = 500
 
-export function contactCsvRecord(contact: Contact): string[] {
+function contactCsvRecord(contact: Contact): string[] {
   const cells: Record<CsvColumn, string> = {
     id: contact.id,
     ...contactFieldsAsText(contact, TAG_SEPARATOR),

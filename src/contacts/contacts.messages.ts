@@ -100,7 +100,7 @@ function firstPerField(errors: Iterable<FieldError>): FieldError[] {
 }
 
 /** Every schema error of an input, at most one per field, as messages that say what to fix. */
-export function schemaErrors(input: unknown, schema: 'input' | 'upsert' = 'input'): FieldError[] {
+function schemaErrors(input: unknown, schema: 'input' | 'upsert' = 'input'): FieldError[] {
   return firstPerField([...checkers[schema].Errors(input)].map(describe))
 }
 

@@ -3,10 +3,10 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox'
 import { ListQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 export const STRING_MAX = 256
-export const TAGS_MAX = 50
+const TAGS_MAX = 50
 export const TAG_MAX = 64
 export const CUSTOM_FIELDS_MAX = 50
-export const CUSTOM_VALUE_MAX = 500
+const CUSTOM_VALUE_MAX = 500
 // __proto__ matches the characters but would set the object's prototype instead of a field.
 export const CUSTOM_FIELD_KEY = '^(?!__proto__$)[A-Za-z0-9_]{1,40}$'
 

@@ -97,7 +97,7 @@ export type Problem = Static<typeof ProblemSchema>
 
 const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text)
 
-export function problemBody(code: ErrorCode, detail: string, requestId: string, extra: object = {}): Problem {
+function problemBody(code: ErrorCode, detail: string, requestId: string, extra: object = {}): Problem {
   return {
     type: `${TYPE_PREFIX}${code}`,
     title: titleOf(code),

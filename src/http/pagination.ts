@@ -6,7 +6,7 @@ import type { FastifyReply } from 'fastify'
 import { hmacSha256, safeEqual } from '../lib/crypto.js'
 import { AppError } from './errors.js'
 
-export const PAGE_SIZE_DEFAULT = 50
+const PAGE_SIZE_DEFAULT = 50
 export const PAGE_SIZE_MAX = 100
 /** Every cursor issued is far shorter (about 150 characters: ids, a digest and a signature). */
 export const CURSOR_MAX = 1024
@@ -135,7 +135,7 @@ export interface PageRow {
  * straight into one Buffer: no joined string to allocate, and nothing left for the socket to
  * encode (a string body is measured, then encoded, on its way out).
  */
-export function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (lastId: string) => string): Buffer {
+function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (lastId: string) => string): Buffer {
   const count = Math.min(rows.length, limit)
   const last = rows[count - 1]
   const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.id)) : 'null'

@@ -2,7 +2,7 @@
 // so sorting by id is creation order and inserts stay at the right edge of the index.
 import { randomBytes, randomFillSync } from 'node:crypto'
 
-export const ID_PREFIXES = {
+const ID_PREFIXES = {
   account: 'acct',
   apiKey: 'key',
   auditEntry: 'aud',

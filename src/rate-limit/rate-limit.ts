@@ -8,7 +8,7 @@ import type { BucketPolicy, TakeResult, TokenBuckets } from './token-bucket.js'
 const FAILED_AUTH_WINDOW_S = 60
 
 /** Failed authentications per IP: `perMinute` at once, refilled evenly over the minute. */
-export const failedAuthPolicy = (perMinute: number): BucketPolicy => ({
+const failedAuthPolicy = (perMinute: number): BucketPolicy => ({
   rate: perMinute / FAILED_AUTH_WINDOW_S,
   burst: perMinute,
 })
