@@ -6,6 +6,18 @@ export type Scope = 'read' | 'write'
 export const FULL_SCOPES: Scope[] = ['read', 'write']
 export const READ_ONLY_SCOPES: Scope[] = ['read']
 
+/**
+ * The stored `scopes` column read back. It decides what a key may do, so anything but a list of
+ * known scopes is refused loudly rather than trusted.
+ */
+export function parseStoredScopes(text: string): Scope[] {
+  const value: unknown = JSON.parse(text)
+  if (!Array.isArray(value) || !value.every((scope) => scope === 'read' || scope === 'write')) {
+    throw new Error(`stored API key scopes are not a list of known scopes: ${text.slice(0, 100)}`)
+  }
+  return value
+}
+
 export const generateApiKey = (prefix: string): string => `${prefix}_live_${randomAlphanumeric(KEY_RANDOM_LENGTH)}`
 
 /**

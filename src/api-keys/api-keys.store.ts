@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { newId } from '../lib/ids.js'
-import { generateApiKey, hashApiKey, redactApiKey, type Scope } from './api-key.js'
+import { generateApiKey, hashApiKey, parseStoredScopes, redactApiKey, type Scope } from './api-key.js'
 import type { ApiKeysTable } from './api-keys.table.js'
 
 export interface ApiKey {
@@ -204,7 +204,7 @@ function toApiKey(row: ApiKeysTable, prefix: string): ApiKey {
     account_id: row.account_id,
     name: row.name,
     redacted: redactApiKey(prefix, row.last4),
-    scopes: JSON.parse(row.scopes) as Scope[],
+    scopes: parseStoredScopes(row.scopes),
     created_at: row.created_at,
     expires_at: row.expires_at,
     revoked_at: row.revoked_at,
