@@ -327,6 +327,34 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       expect(res.body).toContain('Use a different email, or edit the contact that has it.')
       expect(await snapshot(ada)).toEqual(before)
     })
+    it('answers a JSON field that is not text, or a multipart body, on the form page', async () => {
+      const { contact } = await seed(ada, { email: 'typed@example.com', first_name: 'Typed' })
+      const before = await snapshot(ada)
+      for (const path of ['/contacts', `/contacts/${contact.id}`]) {
+        const json = await t.app.inject({
+          method: 'POST',
+          url: `/app/${ada.accountId}${path}`,
+          cookies: { sid: ada.cookie },
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify({ _csrf: ada.csrf, email: 5, first_name: ['A'], company: 'Typed Co' }),
+        })
+        expect(json.statusCode, path).toBe(400)
+        expect(json.body).toContain('Enter at least one of email, phone, first name or last name.')
+        expect(json.body).toContain('value="Typed Co"')
+        const multi = await t.app.inject({
+          method: 'POST',
+          url: `/app/${ada.accountId}${path}`,
+          cookies: { sid: ada.cookie },
+          ...multipart([
+            { name: '_csrf', value: ada.csrf },
+            { name: 'email', value: 'multi@example.com' },
+          ]),
+        })
+        expect(multi.statusCode, path).toBe(400)
+        expect(multi.body).toContain('Enter at least one of email, phone, first name or last name.')
+      }
+      expect(await snapshot(ada)).toEqual(before)
+    })
   })
 
   describe('edit and delete', () => {

@@ -30,7 +30,7 @@ import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
-import { formValues } from './forms.js'
+import { FormBody, formValues } from './forms.js'
 import {
   badListRequestPage,
   CONTACT_FORM_FIELDS,
@@ -70,6 +70,8 @@ const ContactsListQuery = Type.Object({
 })
 /** Any text: an id that is not one of this account's contacts, well-formed or not, is the 404 page. */
 const ContactParams = Type.Object({ id: Type.String() })
+const ContactForm = FormBody(CONTACT_FORM_FIELDS)
+const DeleteContactForm = FormBody([])
 
 /** The list's filters, checked with the API's own query schema. */
 const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
@@ -263,7 +265,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     return undefined
   }
 
-  app.post('/contacts', async (request, reply) => {
+  app.post('/contacts', { schema: { body: ContactForm }, attachValidation: true }, async (request, reply) => {
     const { account } = accountContext(request)
     const failed = await saveContact(request, reply, account.id, undefined, (trx, input) =>
       createContact(trx, account.id, input, now()),
@@ -373,16 +375,20 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     )
   })
 
-  app.post('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const contact = await findContactOr404(account.id, request.params.id)
-    const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
-      if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
-        throw notFound()
-      }
-    })
-    return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
-  })
+  app.post(
+    '/contacts/:id',
+    { schema: { params: ContactParams, body: ContactForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const contact = await findContactOr404(account.id, request.params.id)
+      const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
+        if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
+          throw notFound()
+        }
+      })
+      return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
+    },
+  )
 
   app.get('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountContext(request)
@@ -390,13 +396,17 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
   })
 
-  app.post('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
-      throw notFound()
-    }
-    return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
-  })
+  app.post(
+    '/contacts/:id/delete',
+    { schema: { params: ContactParams, body: DeleteContactForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
+        throw notFound()
+      }
+      return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
+    },
+  )
 }
 
 const FORM_EXPIRED = 'The form expired or did not come from this site. Reload the page and choose the file again.'

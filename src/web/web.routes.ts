@@ -67,7 +67,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       return formExpired(request, reply)
     }
-    // A body that fails its schema (a JSON field that is not text, say) gets a page too, never JSON.
+    // An input that fails its schema on a route without attachValidation (form routes attach it and
+    // answer on their page) gets an error page too, never JSON.
     const appError = error instanceof AppError ? error : error.validation ? toAppError(error) : undefined
     if (appError?.code === 'not_found') {
       return render(
