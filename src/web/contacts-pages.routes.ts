@@ -215,17 +215,21 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     return render(request, reply, (c) => contactFormPage(c, { accountId: account.id, values }))
   })
 
-  /** Validates, saves; on a problem re-renders the form with what to fix. */
+  /**
+   * Validates and saves, true; on a problem renders the form with what to fix, false. Not the reply:
+   * it is a thenable, which `await` would read as undefined, and the handler would redirect after
+   * the page was sent.
+   */
   async function saveContact(
     request: FastifyRequest,
     reply: Parameters<Render>[1],
     accountId: string,
     contact: Contact | undefined,
     save: (trx: Trx, input: ContactInput) => Promise<unknown>,
-  ) {
+  ): Promise<boolean> {
     const values = formValues(request, [...CONTACT_FORM_FIELDS])
     const input = formInput(values)
-    const again = (errors: ContactFormErrors, status: number, existingId?: string) =>
+    const again = (errors: ContactFormErrors, status: number, existingId?: string) => {
       render(
         request,
         reply,
@@ -239,6 +243,8 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
           }),
         status,
       )
+      return false
+    }
     const errors = checkContactInput(input)
     if (errors.length > 0) {
       return again(formErrors(errors), 400)
@@ -262,15 +268,15 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       }
       throw error
     }
-    return undefined
+    return true
   }
 
   app.post('/contacts', { schema: { body: ContactForm }, attachValidation: true }, async (request, reply) => {
     const { account } = accountContext(request)
-    const failed = await saveContact(request, reply, account.id, undefined, (trx, input) =>
+    const saved = await saveContact(request, reply, account.id, undefined, (trx, input) =>
       createContact(trx, account.id, input, now()),
     )
-    return failed ?? reply.redirect(`${base(account.id)}?notice=created`, 303)
+    return saved ? reply.redirect(`${base(account.id)}?notice=created`, 303) : reply
   })
 
   app.get('/contacts/export.csv', async (request, reply) => {
@@ -381,12 +387,12 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     async (request, reply) => {
       const { account } = accountContext(request)
       const contact = await findContactOr404(account.id, request.params.id)
-      const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
+      const saved = await saveContact(request, reply, account.id, contact, async (trx, input) => {
         if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
           throw notFound()
         }
       })
-      return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
+      return saved ? reply.redirect(`${base(account.id)}?notice=updated`, 303) : reply
     },
   )
 
