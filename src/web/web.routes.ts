@@ -11,6 +11,7 @@ import { accountsPagesRoutes } from './accounts-pages.routes.js'
 import { apiSettingsRoutes } from './api-settings.routes.js'
 import { APP_CSS, APP_JS } from './assets.js'
 import { authRoutes } from './auth.routes.js'
+import { contactsCsvRoutes } from './contacts-csv.routes.js'
 import { contactsPagesRoutes } from './contacts-pages.routes.js'
 import { formField } from './forms.js'
 import { membersRoutes } from './members.routes.js'
@@ -121,6 +122,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           requireMembership(accountScope, db)
           await accountScope.register(apiSettingsRoutes, { deps, render })
           await accountScope.register(contactsPagesRoutes, { deps, render })
+          await accountScope.register(contactsCsvRoutes, { deps, render })
           await accountScope.register(membersRoutes, { deps, render })
         },
         { prefix: '/:accountId' },
