@@ -76,15 +76,6 @@ export async function listMemberships(db: Db, userId: string): Promise<AccountMe
   return rows.map(({ role, ...account }) => ({ account, role }))
 }
 
-/** The membership that lets a person see an account, or undefined (the page is then a 404). */
-export async function findMembership(
-  db: Db,
-  accountId: string,
-  userId: string,
-): Promise<AccountMembership | undefined> {
-  return (await listMemberships(db, userId)).find((m) => m.account.id === accountId)
-}
-
 export interface Member {
   id: string
   email: string

@@ -1,3 +1,4 @@
+import type { KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
@@ -608,6 +609,44 @@ describe.each(testDialects())('web app on %s', (dialect) => {
         expect((await bob.client.post(url, { overlap: 'now' })).statusCode, url).toBe(404)
       }
       expect((await me(key)).statusCode).toBe(200)
+    })
+
+    it('an account page reads the person’s memberships once (sign-in loads them; the account check reuses them)', async () => {
+      const { client, accountId } = await signUp(t.app, 'one-query@example.com')
+      const other = await signUp(t.app, 'one-query-other@example.com')
+      let membershipQueries = 0
+      const counting: KyselyPlugin = {
+        transformQuery({ node }) {
+          if (JSON.stringify(node).includes('"name":"memberships"')) {
+            membershipQueries++
+          }
+          return node
+        },
+        transformResult: async ({ result }) => result,
+      }
+      const app = await buildApp(
+        { ...t.deps, database: { ...t.deps.database, db: t.db.withPlugin(counting) } },
+        { logger: false },
+      )
+      try {
+        const page = await app.inject({
+          method: 'GET',
+          url: `/app/${accountId}/contacts`,
+          cookies: { sid: client.cookies.get('sid') ?? '' },
+        })
+        expect(page.statusCode).toBe(200)
+        expect(membershipQueries).toBe(1)
+        membershipQueries = 0
+        const foreign = await app.inject({
+          method: 'GET',
+          url: `/app/${other.accountId}/contacts`,
+          cookies: { sid: client.cookies.get('sid') ?? '' },
+        })
+        expect(foreign.statusCode).toBe(404)
+        expect(membershipQueries).toBe(1)
+      } finally {
+        await app.close()
+      }
     })
 
     it('a person can own several accounts, switch between them, and add members', async () => {

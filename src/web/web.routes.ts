@@ -119,7 +119,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       // Every page of an account checks that the signed-in person belongs to it; if not, 404.
       await signedIn.register(
         async (accountScope) => {
-          requireMembership(accountScope, db)
+          requireMembership(accountScope)
           await accountScope.register(apiSettingsRoutes, { deps, render })
           await accountScope.register(contactsPagesRoutes, { deps, render })
           await accountScope.register(contactsCsvRoutes, { deps, render })
