@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
-import { addMembership, findUserByEmail, listMembers } from '../users/users.store.js'
+import { addMembership, findUserIdByEmail, listMembers } from '../users/users.store.js'
 import { FormBody, formValues, UrlencodedValue } from './forms.js'
 import { membersPage } from './pages/members-page.js'
 import type { Page, Render } from './render.js'
@@ -47,8 +47,8 @@ export const membersRoutes: FastifyPluginAsyncTypebox<{
         return render(request, reply, await page(account.id, false, { error: 'Only owners can add members.' }), 403)
       }
       const { email } = formValues(request, ADD_MEMBER_FIELDS)
-      const user = await findUserByEmail(db, email)
-      if (!user) {
+      const userId = await findUserIdByEmail(db, email)
+      if (!userId) {
         return render(
           request,
           reply,
@@ -57,7 +57,7 @@ export const membersRoutes: FastifyPluginAsyncTypebox<{
         )
       }
       try {
-        await addMembership(db, account.id, user.id, 'member', deps.clock.now())
+        await addMembership(db, account.id, userId, 'member', deps.clock.now())
       } catch (error) {
         if (!isUniqueViolation(error)) {
           throw error

@@ -611,23 +611,28 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect((await me(key)).statusCode).toBe(200)
     })
 
-    it('an account page reads the person’s memberships once (sign-in loads them; the account check reuses them)', async () => {
-      const { client, accountId } = await signUp(t.app, 'one-query@example.com')
-      const other = await signUp(t.app, 'one-query-other@example.com')
-      let membershipQueries = 0
-      const counting: KyselyPlugin = {
+    /** The app on the same deps, whose database calls are recorded (each query's tree, as JSON). */
+    async function watchedApp() {
+      const queries: string[] = []
+      const watch: KyselyPlugin = {
         transformQuery({ node }) {
-          if (JSON.stringify(node).includes('"name":"memberships"')) {
-            membershipQueries++
-          }
+          queries.push(JSON.stringify(node))
           return node
         },
         transformResult: async ({ result }) => result,
       }
       const app = await buildApp(
-        { ...t.deps, database: { ...t.deps.database, db: t.db.withPlugin(counting) } },
+        { ...t.deps, database: { ...t.deps.database, db: t.db.withPlugin(watch) } },
         { logger: false },
       )
+      return { app, queries }
+    }
+
+    it('an account page reads the person’s memberships once (sign-in loads them; the account check reuses them)', async () => {
+      const { client, accountId } = await signUp(t.app, 'one-query@example.com')
+      const other = await signUp(t.app, 'one-query-other@example.com')
+      const { app, queries } = await watchedApp()
+      const membershipQueries = () => queries.filter((q) => q.includes('"name":"memberships"')).length
       try {
         const page = await app.inject({
           method: 'GET',
@@ -635,15 +640,38 @@ describe.each(testDialects())('web app on %s', (dialect) => {
           cookies: { sid: client.cookies.get('sid') ?? '' },
         })
         expect(page.statusCode).toBe(200)
-        expect(membershipQueries).toBe(1)
-        membershipQueries = 0
+        expect(membershipQueries()).toBe(1)
+        queries.length = 0
         const foreign = await app.inject({
           method: 'GET',
           url: `/app/${other.accountId}/contacts`,
           cookies: { sid: client.cookies.get('sid') ?? '' },
         })
         expect(foreign.statusCode).toBe(404)
-        expect(membershipQueries).toBe(1)
+        expect(membershipQueries()).toBe(1)
+      } finally {
+        await app.close()
+      }
+    })
+
+    it('adding a member never reads a password hash', async () => {
+      const owner = await signUp(t.app, 'hash-owner@example.com')
+      await signUp(t.app, 'hash-member@example.com')
+      const { app, queries } = await watchedApp()
+      try {
+        await owner.client.get(`/app/${owner.accountId}/settings/members`)
+        for (const email of ['hash-member@example.com', 'nobody-here@example.com']) {
+          const res = await app.inject({
+            method: 'POST',
+            url: `/app/${owner.accountId}/settings/members`,
+            cookies: { sid: owner.client.cookies.get('sid') ?? '' },
+            payload: { _csrf: owner.client.csrf(), email },
+          })
+          expect(res.statusCode, email).toBe(email.startsWith('nobody') ? 400 : 303)
+        }
+        const users = queries.filter((q) => q.includes('"name":"users"'))
+        expect(users.length).toBeGreaterThan(0)
+        expect(users.filter((q) => q.includes('password_hash') || q.includes('"kind":"SelectAllNode"'))).toEqual([])
       } finally {
         await app.close()
       }
