@@ -52,7 +52,8 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     const refuse = (status: number, formError: string) =>
       render(request, reply, (c) => importPage(c, { ...view, formError }), status)
     const forbidden = () => render(request, reply, (c) => importPage(c, { ...view, formError: FORM_EXPIRED }), 403)
-    // A urlencoded post passed the CSRF check of the preHandler, but carries no file.
+    // A urlencoded post passed the CSRF check of the preValidation hook (web.routes.ts), but carries
+    // no file.
     if (!request.isMultipart()) {
       return refuse(400, 'Choose a CSV file to import.')
     }

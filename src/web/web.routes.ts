@@ -1,5 +1,5 @@
 // The web application: its plugins (cookies, forms, uploads, helmet's security headers), the CSRF
-// check of every form post, the error pages, the assets, and the registration of its parts.
+// check of form posts, the error pages, the assets, and the registration of its parts.
 import cookie from '@fastify/cookie'
 import formbody from '@fastify/formbody'
 import helmet from '@fastify/helmet'
@@ -52,7 +52,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
     render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
 
-  // Every state-changing request carries the form's token; multipart forms check it in their handler.
+  // Every urlencoded (or JSON) post must carry the form's token. Multipart posts are not checked here:
+  // the CSV import checks its token in its handler, before it reads the file; no other route checks
+  // a multipart post's token. Those routes read none of its fields (each reads as ''), so a form that
+  // needs a field is refused on its page, but one that needs none (sign-out, a delete) takes effect.
   // Before validation, so a forged post learns nothing from how its fields are checked.
   app.addHook('preValidation', async (request, reply) => {
     if (request.method === 'POST' && !request.isMultipart()) {
