@@ -60,6 +60,12 @@ export async function findUserByEmail(db: Db, email: string) {
   return db.selectFrom('users').selectAll().where('email_lower', '=', emailKey(email)).executeTakeFirst()
 }
 
+/** The id of the person with this email, or undefined: without the password hash. */
+export async function findUserIdByEmail(db: Db, email: string): Promise<string | undefined> {
+  const row = await db.selectFrom('users').select('id').where('email_lower', '=', emailKey(email)).executeTakeFirst()
+  return row?.id
+}
+
 export async function findUser(db: Db, userId: string): Promise<User | undefined> {
   return db.selectFrom('users').select(['id', 'email', 'created_at']).where('id', '=', userId).executeTakeFirst()
 }
@@ -74,15 +80,6 @@ export async function listMemberships(db: Db, userId: string): Promise<AccountMe
     .orderBy('accounts.id')
     .execute()
   return rows.map(({ role, ...account }) => ({ account, role }))
-}
-
-/** The membership that lets a person see an account, or undefined (the page is then a 404). */
-export async function findMembership(
-  db: Db,
-  accountId: string,
-  userId: string,
-): Promise<AccountMembership | undefined> {
-  return (await listMemberships(db, userId)).find((m) => m.account.id === accountId)
 }
 
 export interface Member {

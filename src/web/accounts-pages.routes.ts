@@ -23,7 +23,7 @@ export const accountsPagesRoutes: FastifyPluginAsyncTypebox<{
 
   app.get('/accounts/new', async (request, reply) => render(request, reply, (c) => newAccountPage(c, {})))
 
-  app.post('/accounts', { schema: { body: NewAccountForm } }, async (request, reply) => {
+  app.post('/accounts', { schema: { body: NewAccountForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, NEW_ACCOUNT_FIELDS)
     const name = values.name.trim()
     if (name.length === 0 || name.length > 256) {

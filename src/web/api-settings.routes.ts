@@ -11,7 +11,7 @@ import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-life
 import { type AuditActor, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
-import { formValues } from './forms.js'
+import { FormBody, formValues } from './forms.js'
 import {
   apiSettingsPage,
   EXPIRY_CHOICES,
@@ -37,18 +37,16 @@ const DURATIONS: Record<string, number> = {
 // A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([['revoked', 'The key was revoked.']])
 
-// The routes' inputs. Every input gets a page, so one that fails its schema (a field sent twice, a
-// JSON body) is attached to the request (attachValidation), never answered with Fastify's JSON 400:
-// the handlers read forms through formValues (anything but a string is '') and check them. Forms
-// also carry _csrf (checked in web.routes.ts), so their schemas allow more properties.
+// The routes' inputs. Every input gets a page, so one that fails its schema (a JSON field that is not
+// text, a multipart body) is attached to the request (attachValidation), never answered with the
+// generic error page: the handlers read forms through formValues (anything but a string is '') and
+// check them. Forms also carry _csrf (checked in web.routes.ts); FormBody allows it.
 const SettingsQuery = Type.Object({ notice: Type.Optional(Type.String()) })
 const KeyParams = Type.Object({ keyId: Type.String() })
-const CreateKeyForm = Type.Object({
-  name: Type.Optional(Type.String()),
-  scope: Type.Optional(Type.String()),
-  expires: Type.Optional(Type.String()),
-})
-const RollKeyForm = Type.Object({ overlap: Type.Optional(Type.String()) })
+const CREATE_KEY_FIELDS = ['name', 'scope', 'expires'] as const
+const CreateKeyForm = FormBody(CREATE_KEY_FIELDS)
+const RevokeKeyForm = FormBody([])
+const RollKeyForm = FormBody(['overlap'])
 
 export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
   app,
@@ -126,7 +124,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     { schema: { body: CreateKeyForm }, attachValidation: true },
     async (request, reply) => {
       const { account } = accountContext(request)
-      const values = formValues(request, ['name', 'scope', 'expires'])
+      const values = formValues(request, CREATE_KEY_FIELDS)
       const name = values.name.trim()
       const now = deps.clock.now()
       const badName = name.length === 0 || name.length > KEY_NAME_MAX
@@ -161,7 +159,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
 
   app.post(
     '/settings/api/keys/:keyId/revoke',
-    { schema: { params: KeyParams }, attachValidation: true },
+    { schema: { params: KeyParams, body: RevokeKeyForm }, attachValidation: true },
     async (request, reply) => {
       const { account } = accountContext(request)
       const key = await findKeyOr404(account.id, request.params.keyId)

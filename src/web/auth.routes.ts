@@ -40,7 +40,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
 
   app.get('/sign-up', async (request, reply) => render(request, reply, (c) => signUpPage(c, {})))
 
-  app.post('/sign-up', { schema: { body: SignUpForm } }, async (request, reply) => {
+  app.post('/sign-up', { schema: { body: SignUpForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, SIGN_UP_FIELDS)
     const errors: FormErrors = {}
     const email = normalizeEmail(values.email)
@@ -85,7 +85,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
 
   app.get('/sign-in', async (request, reply) => render(request, reply, (c) => signInPage(c, {})))
 
-  app.post('/sign-in', { schema: { body: SignInForm } }, async (request, reply) => {
+  app.post('/sign-in', { schema: { body: SignInForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, SIGN_IN_FIELDS)
     const now = deps.clock.now()
     const email = emailKey(values.email)
@@ -124,7 +124,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     return reply.redirect('/app', 303)
   })
 
-  app.post('/sign-out', { schema: { body: SignOutForm } }, async (request, reply) => {
+  app.post('/sign-out', { schema: { body: SignOutForm }, attachValidation: true }, async (request, reply) => {
     const token = request.cookies[SESSION_COOKIE]
     if (token) {
       await deleteSession(db, token)

@@ -1,9 +1,11 @@
+import { Writable } from 'node:stream'
 import { parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { signUp as signUpClient } from '../../test/web-client.js'
+import { buildApp } from '../app.js'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import { parseStoredContact } from '../contacts/contacts.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
@@ -325,6 +327,86 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       expect(res.body).toContain('Another contact already has this email.')
       expect(res.body).toContain(`href="/app/${ada.accountId}/contacts/${contact.id}"`)
       expect(res.body).toContain('Use a different email, or edit the contact that has it.')
+      expect(await snapshot(ada)).toEqual(before)
+    })
+    // app.inject does not show it: a handler that redirects after its form page was sent changes
+    // the status a real socket reports at its end (the log line, the metrics) and logs a warning.
+    it('a refused form is answered, logged and counted with its status, never redirected after', async () => {
+      const { contact } = await seed(ada, { email: 'counted@example.com' })
+      const lines: { msg?: string; status?: number; url?: string }[] = []
+      const logStream = new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(
+            ...String(chunk)
+              .trim()
+              .split('\n')
+              .map((line) => JSON.parse(line)),
+          )
+          done()
+        },
+      })
+      const logged = await buildApp({ ...t.deps, config: { ...t.deps.config, logLevel: 'info' } }, { logStream })
+      try {
+        const origin = await logged.listen({ host: '127.0.0.1', port: 0 })
+        const counts = async () => {
+          const { values } = await t.deps.metrics.httpRequests.get()
+          const count = (route: string, status: string) =>
+            values.find(
+              (v) =>
+                v.labels.method === 'POST' &&
+                v.labels.route === `/app/:accountId${route}` &&
+                v.labels.status === status,
+            )?.value ?? 0
+          return ['/contacts', '/contacts/:id'].flatMap((route) => ['303', '400', '409'].map((s) => count(route, s)))
+        }
+        const before = await counts()
+        const send = (path: string, fields: Record<string, string>) =>
+          fetch(`${origin}/app/${ada.accountId}${path}`, {
+            method: 'POST',
+            redirect: 'manual',
+            headers: { cookie: `sid=${ada.cookie}`, ...urlencoded({}).headers },
+            body: new URLSearchParams({ _csrf: ada.csrf, ...fields }),
+          })
+        expect((await send('/contacts', { email: 'not-an-email' })).status).toBe(400)
+        expect((await send('/contacts', { email: 'counted@example.com' })).status).toBe(409)
+        expect((await send(`/contacts/${contact.id}`, { email: '' })).status).toBe(400)
+        const after = await counts()
+        // [/contacts 303, 400, 409, /contacts/:id 303, 400, 409]
+        expect(after.map((n, i) => n - (before[i] ?? 0))).toEqual([0, 1, 1, 0, 1, 0])
+        const requests = lines.filter((line) => line.msg === 'request' && line.url?.includes('/contacts'))
+        expect(requests.map((line) => line.status)).toEqual([400, 409, 400])
+        expect(lines.filter((line) => /already sent/i.test(line.msg ?? ''))).toEqual([])
+      } finally {
+        await logged.close()
+      }
+    })
+
+    it('answers a JSON field that is not text, or a multipart body, on the form page', async () => {
+      const { contact } = await seed(ada, { email: 'typed@example.com', first_name: 'Typed' })
+      const before = await snapshot(ada)
+      for (const path of ['/contacts', `/contacts/${contact.id}`]) {
+        const json = await t.app.inject({
+          method: 'POST',
+          url: `/app/${ada.accountId}${path}`,
+          cookies: { sid: ada.cookie },
+          headers: { 'content-type': 'application/json' },
+          payload: JSON.stringify({ _csrf: ada.csrf, email: 5, first_name: ['A'], company: 'Typed Co' }),
+        })
+        expect(json.statusCode, path).toBe(400)
+        expect(json.body).toContain('Enter at least one of email, phone, first name or last name.')
+        expect(json.body).toContain('value="Typed Co"')
+        const multi = await t.app.inject({
+          method: 'POST',
+          url: `/app/${ada.accountId}${path}`,
+          cookies: { sid: ada.cookie },
+          ...multipart([
+            { name: '_csrf', value: ada.csrf },
+            { name: 'email', value: 'multi@example.com' },
+          ]),
+        })
+        expect(multi.statusCode, path).toBe(400)
+        expect(multi.body).toContain('Enter at least one of email, phone, first name or last name.')
+      }
       expect(await snapshot(ada)).toEqual(before)
     })
   })

@@ -1,4 +1,5 @@
-// Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete, CSV).
+// Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete; CSV in
+// contacts-csv.routes.ts).
 // Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written with the
 // API's store functions, so the pages and the API cannot disagree.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
@@ -6,14 +7,6 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { FastifyRequest } from 'fastify'
-import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
-import {
-  IMPORT_MAX_BYTES,
-  IMPORT_MAX_ROWS,
-  type ImportError,
-  parseContactsCsv,
-} from '../contacts/contacts.csv-import.js'
-import { type ImportSummary, importContacts } from '../contacts/contacts.import.js'
 import { contactFieldsAsText, parseStoredContact } from '../contacts/contacts.js'
 import { listContactRows } from '../contacts/contacts.list-query.js'
 import { checkContactInput, ruleErrors } from '../contacts/contacts.messages.js'
@@ -23,14 +16,13 @@ import {
   deleteContact,
   findContactBody,
   orContactExists,
-  retryOnConflict,
   updateContact,
 } from '../contacts/contacts.store.js'
 import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
-import { formValues } from './forms.js'
+import { FormBody, formValues } from './forms.js'
 import {
   badListRequestPage,
   CONTACT_FORM_FIELDS,
@@ -40,11 +32,9 @@ import {
   contactFormPage,
   contactsListPage,
   deleteContactPage,
-  importPage,
 } from './pages/contacts-pages.js'
 import type { Render } from './render.js'
 import { accountContext } from './request-context.js'
-import { isValidCsrf } from './session.js'
 
 export const CONTACTS_PAGE_SIZE = 50
 
@@ -70,6 +60,8 @@ const ContactsListQuery = Type.Object({
 })
 /** Any text: an id that is not one of this account's contacts, well-formed or not, is the 404 page. */
 const ContactParams = Type.Object({ id: Type.String() })
+const ContactForm = FormBody(CONTACT_FORM_FIELDS)
+const DeleteContactForm = FormBody([])
 
 /** The list's filters, checked with the API's own query schema. */
 const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
@@ -213,17 +205,21 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     return render(request, reply, (c) => contactFormPage(c, { accountId: account.id, values }))
   })
 
-  /** Validates, saves; on a problem re-renders the form with what to fix. */
+  /**
+   * Validates and saves, true; on a problem renders the form with what to fix, false. Not the reply:
+   * it is a thenable, which `await` would read as undefined, and the handler would redirect after
+   * the page was sent.
+   */
   async function saveContact(
     request: FastifyRequest,
     reply: Parameters<Render>[1],
     accountId: string,
     contact: Contact | undefined,
     save: (trx: Trx, input: ContactInput) => Promise<unknown>,
-  ) {
+  ): Promise<boolean> {
     const values = formValues(request, [...CONTACT_FORM_FIELDS])
     const input = formInput(values)
-    const again = (errors: ContactFormErrors, status: number, existingId?: string) =>
+    const again = (errors: ContactFormErrors, status: number, existingId?: string) => {
       render(
         request,
         reply,
@@ -237,6 +233,8 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
           }),
         status,
       )
+      return false
+    }
     const errors = checkContactInput(input)
     if (errors.length > 0) {
       return again(formErrors(errors), 400)
@@ -260,109 +258,15 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       }
       throw error
     }
-    return undefined
+    return true
   }
 
-  app.post('/contacts', async (request, reply) => {
+  app.post('/contacts', { schema: { body: ContactForm }, attachValidation: true }, async (request, reply) => {
     const { account } = accountContext(request)
-    const failed = await saveContact(request, reply, account.id, undefined, (trx, input) =>
+    const saved = await saveContact(request, reply, account.id, undefined, (trx, input) =>
       createContact(trx, account.id, input, now()),
     )
-    return failed ?? reply.redirect(`${base(account.id)}?notice=created`, 303)
-  })
-
-  app.get('/contacts/export.csv', async (request, reply) => {
-    const { account } = accountContext(request)
-    return reply
-      .type('text/csv; charset=utf-8')
-      .header('content-disposition', 'attachment; filename="contacts.csv"')
-      .header('cache-control', 'no-store')
-      .send(exportContactsCsv(db, account.id))
-  })
-
-  const importView = (accountId: string) => ({
-    accountId,
-    columns: CSV_COLUMNS,
-    maxRows: IMPORT_MAX_ROWS,
-    maxMiB: IMPORT_MAX_BYTES / 1024 / 1024,
-  })
-
-  app.get('/contacts/import', async (request, reply) => {
-    const { account } = accountContext(request)
-    return render(request, reply, (c) => importPage(c, importView(account.id)))
-  })
-
-  app.post('/contacts/import', async (request, reply) => {
-    const { account } = accountContext(request)
-    const view = importView(account.id)
-    const refuse = (status: number, formError: string) =>
-      render(request, reply, (c) => importPage(c, { ...view, formError }), status)
-    const forbidden = () => render(request, reply, (c) => importPage(c, { ...view, formError: FORM_EXPIRED }), 403)
-    // A urlencoded post passed the CSRF check of the preHandler, but carries no file.
-    if (!request.isMultipart()) {
-      return refuse(400, 'Choose a CSV file to import.')
-    }
-    // The token must come before the file, so the file is read only for a genuine form.
-    let csrf: unknown
-    let file: Buffer | undefined
-    let refused = false
-    try {
-      for await (const part of request.parts()) {
-        if (part.type === 'field') {
-          if (part.fieldname === '_csrf' && csrf === undefined) {
-            csrf = part.value
-          }
-        } else if (refused || !isValidCsrf(request, deps.secret, csrf)) {
-          refused = true
-          part.file.resume()
-        } else {
-          const content = await part.toBuffer()
-          if (part.fieldname === 'file' && file === undefined) {
-            file = content
-          }
-        }
-      }
-    } catch (error) {
-      const { statusCode, code } = error as { statusCode?: number; code?: string }
-      if (statusCode === 413) {
-        return refuse(
-          413,
-          code === 'FST_REQ_FILE_TOO_LARGE'
-            ? `The file is larger than ${view.maxMiB} MiB: split it into smaller files and import them one by one.`
-            : 'Send the form with one CSV file only.',
-        )
-      }
-      throw error
-    }
-    if (refused || !isValidCsrf(request, deps.secret, csrf)) {
-      return forbidden()
-    }
-    if (file === undefined || file.length === 0) {
-      return refuse(400, 'Choose a CSV file to import: the file was missing or empty.')
-    }
-
-    const parsed = parseContactsCsv(file)
-    const report = (errors: ImportError[]) => render(request, reply, (c) => importPage(c, { ...view, errors }), 400)
-    if (!parsed.ok) {
-      return report(parsed.errors)
-    }
-    let result: ImportSummary
-    try {
-      const at = now()
-      result = await retryOnConflict(
-        db,
-        (trx) => importContacts(trx, account.id, parsed.rows, at, { replaceCustomFields: true }),
-        'The contacts are being changed by other requests; retry shortly.',
-      )
-    } catch (error) {
-      const described = ruleErrors(error)
-      const row = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
-      if (described) {
-        return report(described.map((e) => ({ row: Number.isNaN(row) ? 0 : row + 2, ...e })))
-      }
-      throw error
-    }
-    return render(request, reply, (c) => importPage(c, { ...view, result }))
+    return saved ? reply.redirect(`${base(account.id)}?notice=created`, 303) : reply
   })
 
   app.get('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
@@ -373,16 +277,20 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     )
   })
 
-  app.post('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const contact = await findContactOr404(account.id, request.params.id)
-    const failed = await saveContact(request, reply, account.id, contact, async (trx, input) => {
-      if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
-        throw notFound()
-      }
-    })
-    return failed ?? reply.redirect(`${base(account.id)}?notice=updated`, 303)
-  })
+  app.post(
+    '/contacts/:id',
+    { schema: { params: ContactParams, body: ContactForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const contact = await findContactOr404(account.id, request.params.id)
+      const saved = await saveContact(request, reply, account.id, contact, async (trx, input) => {
+        if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
+          throw notFound()
+        }
+      })
+      return saved ? reply.redirect(`${base(account.id)}?notice=updated`, 303) : reply
+    },
+  )
 
   app.get('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
     const { account } = accountContext(request)
@@ -390,13 +298,15 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
   })
 
-  app.post('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
-      throw notFound()
-    }
-    return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
-  })
+  app.post(
+    '/contacts/:id/delete',
+    { schema: { params: ContactParams, body: DeleteContactForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
+        throw notFound()
+      }
+      return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
+    },
+  )
 }
-
-const FORM_EXPIRED = 'The form expired or did not come from this site. Reload the page and choose the file again.'

@@ -8,8 +8,11 @@ import { Type } from '@sinclair/typebox'
 export const UrlencodedValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]))
 
 /**
- * The body schema of a form: the named fields, and any other (`_csrf`). It refuses no form a
- * browser can send: the handler's own checks answer with the form page and its messages.
+ * The body schema of a form: the named fields, and any other (`_csrf`). Every urlencoded form
+ * passes it; a body that does not (a JSON field that is not text, a multipart body, which is not
+ * parsed into fields) must not be refused either, so every form route declares it with
+ * `attachValidation: true` and reads its fields through formValues: the handler's own checks then
+ * answer with the form page and its messages, as for any other bad input.
  */
 export function FormBody<K extends string>(names: readonly K[]) {
   const fields = Object.fromEntries(names.map((name) => [name, UrlencodedValue]))

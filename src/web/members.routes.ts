@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
-import { addMembership, findUserByEmail, listMembers } from '../users/users.store.js'
+import { addMembership, findUserIdByEmail, listMembers } from '../users/users.store.js'
 import { FormBody, formValues, UrlencodedValue } from './forms.js'
 import { membersPage } from './pages/members-page.js'
 import type { Page, Render } from './render.js'
@@ -38,34 +38,38 @@ export const membersRoutes: FastifyPluginAsyncTypebox<{
     },
   )
 
-  app.post('/settings/members', { schema: { params: AccountParams, body: AddMemberForm } }, async (request, reply) => {
-    const { account, role } = accountContext(request)
-    if (role !== 'owner') {
-      return render(request, reply, await page(account.id, false, { error: 'Only owners can add members.' }), 403)
-    }
-    const { email } = formValues(request, ADD_MEMBER_FIELDS)
-    const user = await findUserByEmail(db, email)
-    if (!user) {
-      return render(
-        request,
-        reply,
-        await page(account.id, true, { email, error: 'No one has signed up with this email yet.' }),
-        400,
-      )
-    }
-    try {
-      await addMembership(db, account.id, user.id, 'member', deps.clock.now())
-    } catch (error) {
-      if (!isUniqueViolation(error)) {
-        throw error
+  app.post(
+    '/settings/members',
+    { schema: { params: AccountParams, body: AddMemberForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account, role } = accountContext(request)
+      if (role !== 'owner') {
+        return render(request, reply, await page(account.id, false, { error: 'Only owners can add members.' }), 403)
       }
-      return render(
-        request,
-        reply,
-        await page(account.id, true, { email, error: 'This person is already a member.' }),
-        409,
-      )
-    }
-    return reply.redirect(`/app/${account.id}/settings/members?added=1`, 303)
-  })
+      const { email } = formValues(request, ADD_MEMBER_FIELDS)
+      const userId = await findUserIdByEmail(db, email)
+      if (!userId) {
+        return render(
+          request,
+          reply,
+          await page(account.id, true, { email, error: 'No one has signed up with this email yet.' }),
+          400,
+        )
+      }
+      try {
+        await addMembership(db, account.id, userId, 'member', deps.clock.now())
+      } catch (error) {
+        if (!isUniqueViolation(error)) {
+          throw error
+        }
+        return render(
+          request,
+          reply,
+          await page(account.id, true, { email, error: 'This person is already a member.' }),
+          409,
+        )
+      }
+      return reply.redirect(`/app/${account.id}/settings/members?added=1`, 303)
+    },
+  )
 }

@@ -7,7 +7,7 @@ import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
 import { findSessionUser } from '../users/sessions.store.js'
-import { type AccountMembership, findMembership, listMemberships, type User } from '../users/users.store.js'
+import { type AccountMembership, listMemberships, type User } from '../users/users.store.js'
 import type { PageContext } from './pages/layout.js'
 import { SESSION_COOKIE } from './session.js'
 
@@ -57,12 +57,15 @@ export function requireSignIn(scope: FastifyInstance, db: Db): void {
 /** The path parameter of every page under /app/:accountId. */
 export const AccountParams = Type.Object({ accountId: Type.String() })
 
-/** Adds the hook that lets only the account's members in: to anyone else its pages are a 404. */
-export function requireMembership(scope: FastifyInstance, db: Db): void {
+/**
+ * Adds the hook that lets only the account's members in: to anyone else its pages are a 404. It
+ * reads the memberships requireSignIn loaded for this request, so the scope must be behind it.
+ */
+export function requireMembership(scope: FastifyInstance): void {
   // Before validation, so a page's input checks tell a non-member nothing about the account.
   scope.addHook<{ Params: Static<typeof AccountParams> }>('preValidation', async (request) => {
     const state = stateOf(request)
-    const membership = state.user ? await findMembership(db, request.params.accountId, state.user.id) : undefined
+    const membership = state.memberships?.find((m) => m.account.id === request.params.accountId)
     if (!membership) {
       throw new AppError('not_found', 'Not a member of this account.')
     }

@@ -1,3 +1,4 @@
+import type { KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
@@ -274,13 +275,101 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(res.body).toContain('value="Acme"')
     })
 
-    it('a body that fails its schema gets an HTML page, not JSON', async () => {
-      const res = await postRaw('/sign-in', JSON_TYPE, (csrf) =>
-        JSON.stringify({ _csrf: csrf, email: 5, password: 'correct-horse-battery' }),
+    /** A multipart/form-data body of text fields, as a browser sends a form with that enctype. */
+    function multipartBody(fields: Record<string, string>) {
+      const boundary = '----webFormBoundary'
+      const parts = Object.entries(fields).map(
+        ([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`,
       )
-      expect(res.statusCode).toBe(400)
-      expect(res.headers['content-type']).toContain('text/html')
-      expect(res.body).toContain('email must be')
+      return { contentType: `multipart/form-data; boundary=${boundary}`, body: `${parts.join('')}--${boundary}--\r\n` }
+    }
+
+    // What the forms answered before they had body schemas: a field that is not text reads as '', so
+    // a JSON body with a number, or a multipart body (whose fields no form route reads), gets the
+    // form page with its message, and sign-out signs out; never the generic "Invalid parameter" page.
+    it('answers a JSON field that is not text, or a multipart body, on the form page as before', async () => {
+      const { client, accountId } = await signUp(t.app, 'form-input@example.com')
+      const cases: {
+        page: string
+        url: string
+        fields: Record<string, unknown>
+        status: number
+        says: string
+        signedIn?: boolean
+      }[] = [
+        {
+          page: '/sign-up',
+          url: '/sign-up',
+          fields: { email: 123, password: 'correcthorse1', account_name: 'J' },
+          status: 400,
+          says: 'Enter a valid email address',
+        },
+        {
+          page: '/sign-in',
+          url: '/sign-in',
+          fields: { email: 5, password: 'correct-horse-battery' },
+          status: 401,
+          says: 'That email and password do not match an account.',
+        },
+        {
+          page: '/app/accounts/new',
+          url: '/app/accounts',
+          fields: { name: 5 },
+          status: 400,
+          says: 'Enter a name of 1 to 256 characters.',
+          signedIn: true,
+        },
+        {
+          page: `/app/${accountId}/settings/members`,
+          url: `/app/${accountId}/settings/members`,
+          fields: { email: ['form-input@example.com'] },
+          status: 400,
+          says: 'No one has signed up with this email yet.',
+          signedIn: true,
+        },
+      ]
+      for (const [i, { page, url, fields, status, says, signedIn }] of cases.entries()) {
+        const visitor = signedIn ? client : webClient(t.app)
+        await visitor.get(page)
+        const cookie = [...visitor.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+        // A fresh address for each: the sign-in failures count per client address too.
+        const remoteAddress = `198.51.100.${10 + i}`
+        const json = await t.app.inject({
+          method: 'POST',
+          url,
+          remoteAddress,
+          headers: { cookie, 'content-type': JSON_TYPE },
+          payload: JSON.stringify({ _csrf: visitor.csrf(), ...fields }),
+        })
+        expect(json.statusCode, `JSON ${url}`).toBe(status)
+        expect(json.headers['content-type']).toContain('text/html')
+        expect(json.body, `JSON ${url}`).toContain(says)
+        const { contentType, body } = multipartBody({ _csrf: visitor.csrf(), field: 'x' })
+        const multi = await t.app.inject({
+          method: 'POST',
+          url,
+          remoteAddress,
+          headers: { cookie, 'content-type': contentType },
+          payload: body,
+        })
+        expect(multi.statusCode, `multipart ${url}`).toBe(status)
+        expect(multi.body, `multipart ${url}`).toContain(says)
+      }
+      expect(
+        await t.db.selectFrom('users').select('id').where('email_lower', '=', '123').executeTakeFirst(),
+      ).toBeUndefined()
+
+      await client.get(`/app/${accountId}/settings/api`)
+      const { contentType, body } = multipartBody({ _csrf: client.csrf() })
+      const out = await t.app.inject({
+        method: 'POST',
+        url: '/sign-out',
+        headers: { cookie: `sid=${client.cookies.get('sid')}`, 'content-type': contentType },
+        payload: body,
+      })
+      expect(out.statusCode).toBe(303)
+      expect(out.headers.location).toBe('/sign-in')
+      expect((await client.get(`/app/${accountId}/settings/api`)).headers.location).toBe('/sign-in')
     })
   })
 
@@ -520,6 +609,72 @@ describe.each(testDialects())('web app on %s', (dialect) => {
         expect((await bob.client.post(url, { overlap: 'now' })).statusCode, url).toBe(404)
       }
       expect((await me(key)).statusCode).toBe(200)
+    })
+
+    /** The app on the same deps, whose database calls are recorded (each query's tree, as JSON). */
+    async function watchedApp() {
+      const queries: string[] = []
+      const watch: KyselyPlugin = {
+        transformQuery({ node }) {
+          queries.push(JSON.stringify(node))
+          return node
+        },
+        transformResult: async ({ result }) => result,
+      }
+      const app = await buildApp(
+        { ...t.deps, database: { ...t.deps.database, db: t.db.withPlugin(watch) } },
+        { logger: false },
+      )
+      return { app, queries }
+    }
+
+    it('an account page reads the person’s memberships once (sign-in loads them; the account check reuses them)', async () => {
+      const { client, accountId } = await signUp(t.app, 'one-query@example.com')
+      const other = await signUp(t.app, 'one-query-other@example.com')
+      const { app, queries } = await watchedApp()
+      const membershipQueries = () => queries.filter((q) => q.includes('"name":"memberships"')).length
+      try {
+        const page = await app.inject({
+          method: 'GET',
+          url: `/app/${accountId}/contacts`,
+          cookies: { sid: client.cookies.get('sid') ?? '' },
+        })
+        expect(page.statusCode).toBe(200)
+        expect(membershipQueries()).toBe(1)
+        queries.length = 0
+        const foreign = await app.inject({
+          method: 'GET',
+          url: `/app/${other.accountId}/contacts`,
+          cookies: { sid: client.cookies.get('sid') ?? '' },
+        })
+        expect(foreign.statusCode).toBe(404)
+        expect(membershipQueries()).toBe(1)
+      } finally {
+        await app.close()
+      }
+    })
+
+    it('adding a member never reads a password hash', async () => {
+      const owner = await signUp(t.app, 'hash-owner@example.com')
+      await signUp(t.app, 'hash-member@example.com')
+      const { app, queries } = await watchedApp()
+      try {
+        await owner.client.get(`/app/${owner.accountId}/settings/members`)
+        for (const email of ['hash-member@example.com', 'nobody-here@example.com']) {
+          const res = await app.inject({
+            method: 'POST',
+            url: `/app/${owner.accountId}/settings/members`,
+            cookies: { sid: owner.client.cookies.get('sid') ?? '' },
+            payload: { _csrf: owner.client.csrf(), email },
+          })
+          expect(res.statusCode, email).toBe(email.startsWith('nobody') ? 400 : 303)
+        }
+        const users = queries.filter((q) => q.includes('"name":"users"'))
+        expect(users.length).toBeGreaterThan(0)
+        expect(users.filter((q) => q.includes('password_hash') || q.includes('"kind":"SelectAllNode"'))).toEqual([])
+      } finally {
+        await app.close()
+      }
     })
 
     it('a person can own several accounts, switch between them, and add members', async () => {

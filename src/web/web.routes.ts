@@ -1,5 +1,5 @@
 // The web application: its plugins (cookies, forms, uploads, helmet's security headers), the CSRF
-// check of every form post, the error pages, the assets, and the registration of its parts.
+// check of form posts, the error pages, the assets, and the registration of its parts.
 import cookie from '@fastify/cookie'
 import formbody from '@fastify/formbody'
 import helmet from '@fastify/helmet'
@@ -11,6 +11,7 @@ import { accountsPagesRoutes } from './accounts-pages.routes.js'
 import { apiSettingsRoutes } from './api-settings.routes.js'
 import { APP_CSS, APP_JS } from './assets.js'
 import { authRoutes } from './auth.routes.js'
+import { contactsCsvRoutes } from './contacts-csv.routes.js'
 import { contactsPagesRoutes } from './contacts-pages.routes.js'
 import { formField } from './forms.js'
 import { membersRoutes } from './members.routes.js'
@@ -51,7 +52,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
     render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
 
-  // Every state-changing request carries the form's token; multipart forms check it in their handler.
+  // Every urlencoded (or JSON) post must carry the form's token. Multipart posts are not checked here:
+  // the CSV import checks its token in its handler, before it reads the file; no other route checks
+  // a multipart post's token. Those routes read none of its fields (each reads as ''), so a form that
+  // needs a field is refused on its page, but one that needs none (sign-out, a delete) takes effect.
   // Before validation, so a forged post learns nothing from how its fields are checked.
   app.addHook('preValidation', async (request, reply) => {
     if (request.method === 'POST' && !request.isMultipart()) {
@@ -67,7 +71,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       return formExpired(request, reply)
     }
-    // A body that fails its schema (a JSON field that is not text, say) gets a page too, never JSON.
+    // An input that fails its schema on a route without attachValidation (form routes attach it and
+    // answer on their page) gets an error page too, never JSON.
     const appError = error instanceof AppError ? error : error.validation ? toAppError(error) : undefined
     if (appError?.code === 'not_found') {
       return render(
@@ -117,9 +122,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       // Every page of an account checks that the signed-in person belongs to it; if not, 404.
       await signedIn.register(
         async (accountScope) => {
-          requireMembership(accountScope, db)
+          requireMembership(accountScope)
           await accountScope.register(apiSettingsRoutes, { deps, render })
           await accountScope.register(contactsPagesRoutes, { deps, render })
+          await accountScope.register(contactsCsvRoutes, { deps, render })
           await accountScope.register(membersRoutes, { deps, render })
         },
         { prefix: '/:accountId' },
