@@ -17,8 +17,8 @@ export const AccountSchema = Type.Object(
   {
     object: Type.Literal('account'),
     id: PrefixedId('account'),
-    // Account names are 1-256 characters (sign-up, CLI). Key names are 1-100 (KEY_NAME_MAX), but keys
-    // named through the CLI before that limit may have up to 256.
+    // Account names are 1-ACCOUNT_NAME_MAX (256) characters. Key names are 1-100 (KEY_NAME_MAX), but
+    // keys named through the CLI before that limit may have up to 256.
     name: Type.String({ maxLength: STRING_MAX }),
     created_at: Timestamp,
     api_key: Type.Object({

@@ -6,6 +6,9 @@ import type { AccountsTable } from './accounts.table.js'
 
 export type Account = AccountsTable
 
+/** The longest account name, in characters, wherever an account is named (sign-up, new account, CLI). */
+export const ACCOUNT_NAME_MAX = 256
+
 export async function insertAccount(db: Kysely<Database>, name: string, now: Date): Promise<Account> {
   const account: Account = { id: newId('account'), name, created_at: now.toISOString(), updated_at: now.toISOString() }
   await db.insertInto('accounts').values(account).execute()

@@ -1,7 +1,7 @@
 // The contacts-api command line: serve, migrate, accounts and keys. Exit 2 on bad arguments.
 import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
-import { findAccount } from '../accounts/accounts.store.js'
+import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKeyById, keyState, listApiKeys } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, type KeyLifecycleDeps, revokeKey } from '../api-keys/key-lifecycle.js'
@@ -181,7 +181,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     flags: ['name'],
     prepare: (values, args) => {
       noExtra(args)
-      const name = requireText(values.name, '--name')
+      const name = requireText(values.name, '--name', ACCOUNT_NAME_MAX)
       return async (deps) => {
         await migrateToLatest(deps.database)
         const { account, apiKey, secret } = await createAccountWithKey(deps.database.db, {
@@ -209,7 +209,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     flags: ['account', 'name', 'read-only', 'expires-at'],
     prepare: (values, args) => {
       noExtra(args)
-      const accountId = requireText(values.account, '--account')
+      const accountId = requireText(values.account, '--account', ID_ARGUMENT_MAX)
       const name = values.name === undefined ? 'Default' : requireText(values.name, '--name', KEY_NAME_MAX)
       const scopes = values['read-only'] ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = values['expires-at'] === undefined ? null : parseRfc3339(values['expires-at'], '--expires-at')
@@ -233,7 +233,7 @@ const COMMANDS: Record<string, CommandSpec> = {
     flags: ['account'],
     prepare: (values, args) => {
       noExtra(args)
-      const accountId = requireText(values.account, '--account')
+      const accountId = requireText(values.account, '--account', ID_ARGUMENT_MAX)
       return async (deps) => {
         await migrateToLatest(deps.database)
         await requireAccount(deps, accountId)
@@ -318,10 +318,10 @@ function noExtra(args: string[]): void {
   }
 }
 
-// Account names are 1-256 characters, as at sign-up; key names have their own limit (KEY_NAME_MAX).
-const TEXT_MAX = 256
+/** An id given as an argument: far longer than any id, short enough to print back in an error. */
+const ID_ARGUMENT_MAX = 256
 
-function requireText(value: string | undefined, flag: string, max = TEXT_MAX): string {
+function requireText(value: string | undefined, flag: string, max: number): string {
   const text = value?.trim()
   if (!text || text.length > max || text.includes('\u0000')) {
     throw new UsageError(`${flag} needs a value of 1-${max} characters`)

@@ -1,5 +1,6 @@
 // /app: where a signed-in person lands, and creating a further account (its creator owns it).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { ACCOUNT_NAME_MAX } from '../accounts/accounts.store.js'
 import type { Deps } from '../deps.js'
 import { createAccountForUser } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
@@ -26,11 +27,11 @@ export const accountsPagesRoutes: FastifyPluginAsyncTypebox<{
   app.post('/accounts', { schema: { body: NewAccountForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, NEW_ACCOUNT_FIELDS)
     const name = values.name.trim()
-    if (name.length === 0 || name.length > 256) {
+    if (name.length === 0 || name.length > ACCOUNT_NAME_MAX) {
       return render(
         request,
         reply,
-        (c) => newAccountPage(c, values, { name: 'Enter a name of 1 to 256 characters.' }),
+        (c) => newAccountPage(c, values, { name: `Enter a name of 1 to ${ACCOUNT_NAME_MAX} characters.` }),
         400,
       )
     }

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { hash, verify } from '@node-rs/argon2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { ACCOUNT_NAME_MAX } from '../accounts/accounts.store.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { emailKey, normalizeEmail } from '../lib/email.js'
@@ -51,8 +52,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       errors.password = `Use at least ${PASSWORD_MIN} characters.`
     }
     const accountName = values.account_name.trim()
-    if (accountName.length === 0 || accountName.length > 256) {
-      errors.account_name = 'Enter a name of 1 to 256 characters.'
+    if (accountName.length === 0 || accountName.length > ACCOUNT_NAME_MAX) {
+      errors.account_name = `Enter a name of 1 to ${ACCOUNT_NAME_MAX} characters.`
     }
     if (Object.keys(errors).length > 0 || !email) {
       return render(request, reply, (c) => signUpPage(c, values, errors), 400)
