@@ -25,7 +25,10 @@ import type { Render } from './render.js'
 import { accountContext } from './request-context.js'
 
 const HOUR = 3600 * 1000
-const DURATIONS: Record<string, number> = {
+type ExpiryChoice = keyof typeof EXPIRY_CHOICES
+type OverlapChoice = keyof typeof OVERLAP_CHOICES
+/** How long each choice of the two lists lasts: a choice added without a duration fails to compile. */
+const DURATION_MS = {
   now: 0,
   '1h': HOUR,
   '24h': 24 * HOUR,
@@ -33,7 +36,11 @@ const DURATIONS: Record<string, number> = {
   '30d': 30 * 24 * HOUR,
   '90d': 90 * 24 * HOUR,
   '365d': 365 * 24 * HOUR,
-}
+} as const satisfies Record<Exclude<ExpiryChoice, 'never'> | OverlapChoice, number>
+
+/** One of the list's own choices (a prototype name such as `toString` is not). */
+const isChoiceOf = <T extends object>(choices: T, value: string): value is Extract<keyof T, string> =>
+  Object.hasOwn(choices, value)
 // A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([['revoked', 'The key was revoked.']])
 
@@ -128,7 +135,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const name = values.name.trim()
       const now = deps.clock.now()
       const badName = name.length === 0 || name.length > KEY_NAME_MAX
-      if (badName || !Object.hasOwn(EXPIRY_CHOICES, values.expires) || !['full', 'read'].includes(values.scope)) {
+      const expires = values.expires
+      if (badName || !isChoiceOf(EXPIRY_CHOICES, expires) || !['full', 'read'].includes(values.scope)) {
         const data = await pageData(account.id, now)
         const error = badName
           ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
@@ -136,9 +144,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
         return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
       }
       await checkKeyChangeBudget(account.id, now)
-      const duration = DURATIONS[values.expires]
       const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
-      const expiresAt = values.expires === 'never' || duration === undefined ? null : new Date(now.getTime() + duration)
+      const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
       const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
       // Rendered, not redirected to: the secret must never be reachable by a GET.
       return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
@@ -181,7 +188,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const { account } = accountContext(request)
       const old = await findKeyOr404(account.id, request.params.keyId)
       const { overlap } = formValues(request, ['overlap'])
-      const overlapMs = Object.hasOwn(OVERLAP_CHOICES, overlap) ? DURATIONS[overlap] : undefined
+      const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
         throw new AppError('not_found', 'This key cannot be rolled.')
       }
