@@ -301,6 +301,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_tags: ['account_id', 'tag', 'contact_id'],
       contact_terms: ['account_id', 'term', 'contact_id'],
       events: ['account_id', 'id'],
+      event_sequence: ['name'],
     })
     expect(sqlite?.foreignKeys).toEqual({
       accounts: [],
@@ -316,6 +317,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_tags: [['account_id', 'contact_id']],
       contact_terms: [['account_id', 'contact_id']],
       events: [['account_id']],
+      event_sequence: [],
     })
     expect(sqlite?.uniqueIndexes).toEqual({
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },

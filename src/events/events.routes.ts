@@ -1,4 +1,5 @@
-// GET /api/v1/events: the account's change events, with the same cursor paging as every list.
+// GET /api/v1/events: the account's change events in feed order (feed-position.ts), with the same
+// cursor paging as every list.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Deps } from '../deps.js'
@@ -15,7 +16,8 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       schema: {
         operationId: 'listEvents',
         summary: 'List events',
-        description: 'Every contact change, oldest first.',
+        description:
+          'Every contact change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs.',
         querystring: ListEventsQuery,
         response: {
           200: jsonResponse(ListEnvelope('events', EventSchema), 'A page of events.'),

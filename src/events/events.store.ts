@@ -1,20 +1,39 @@
-// Tenant-scoped event reads.
-import type { Kysely } from 'kysely'
-import type { Database } from '../db/schema.js'
+// Tenant-scoped event reads in feed order (feed-position.ts).
+import type { Db } from '../db/transaction.js'
+import { AppError } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
 import type { ListEventsFilters } from './events.js'
+import { feedFence, formatFeedPosition, parseFeedPosition } from './feed-position.js'
 
+/**
+ * A page of the feed: events after the cursor's position, in position order, up to the fence.
+ * `afterId` is the previous page's last position as its cursor carries it.
+ */
 export async function listEventRows(
-  db: Kysely<Database>,
+  db: Db,
   accountId: string,
   options: ListEventsFilters & { afterId: string | undefined; fetch: number },
 ): Promise<PageRow[]> {
-  let query = db.selectFrom('events').select(['id', 'body']).where('account_id', '=', accountId)
+  let query = db.selectFrom('events').select(['tx_id', 'id', 'body']).where('account_id', '=', accountId)
   if (options.type !== undefined) {
     query = query.where('type', '=', options.type)
   }
-  if (options.afterId !== undefined) {
-    query = query.where('id', '>', options.afterId)
+  const fence = feedFence(db)
+  if (fence !== undefined) {
+    query = query.where('tx_id', '<', fence)
   }
-  return query.orderBy('id').limit(options.fetch).execute()
+  if (options.afterId !== undefined) {
+    const after = parseFeedPosition(options.afterId)
+    if (after === undefined) {
+      // Signed by us, so only a cursor of a future format could get here.
+      throw new AppError('invalid_cursor', 'after is not a cursor this query issued.')
+    }
+    query = query.where(({ eb, refTuple, tuple }) => eb(refTuple('tx_id', 'id'), '>', tuple(after.txId, after.id)))
+  }
+  const rows = await query.orderBy('tx_id').orderBy('id').limit(options.fetch).execute()
+  return rows.map((row) => ({
+    id: row.id,
+    body: row.body,
+    position: formatFeedPosition({ txId: row.tx_id, id: row.id }),
+  }))
 }
