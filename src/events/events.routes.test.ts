@@ -1,9 +1,9 @@
-// GET /events in feed order, on every dialect. The concurrent proof of the
+// GET /events in feed order and GET /events/{id}, on every dialect. The concurrent proof of the
 // order is test/events-feed-order.test.ts (PostgreSQL server).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, TEST_SECRET, type TestAccount, type TestHarness } from '../../test/harness.js'
-import { createContact } from '../../test/helpers.js'
+import { createContact, expectProblem } from '../../test/helpers.js'
 import { encodeCursor } from '../http/pagination.js'
 import { manualClock } from '../lib/clock.js'
 
@@ -27,6 +27,32 @@ describe.each(testDialects())('events on %s', (dialect) => {
     expect(res.statusCode, res.body).toBe(200)
     return res.json()
   }
+
+  it('GET /events/{id} answers an event of this account as the list shows it; any other id is 404', async () => {
+    const contact = await createContact(t, acme, { email: 'ada@example.com' })
+    const [event] = (await list(acme)).events
+    expect(event).toMatchObject({ type: 'contact.created', data: { object: { id: contact.id } } })
+    const res = await t.inject(acme, { method: 'GET', url: `/api/v1/events/${event?.id}` })
+    expect(res.statusCode).toBe(200)
+    expect(res.headers['content-type']).toBe('application/json; charset=utf-8')
+    expect(res.json()).toEqual(event)
+
+    const bob = await t.createAccount('Bob')
+    const others: Array<[TestAccount, string | undefined]> = [
+      [bob, event?.id],
+      [acme, 'evt_01JZZZZZZZZZZZZZZZZZZZZZZZ'],
+      [acme, 'nonsense'],
+      [acme, contact.id],
+    ]
+    for (const [account, id] of others) {
+      expectProblem(await t.inject(account, { method: 'GET', url: `/api/v1/events/${id}` }), 404, 'not_found')
+    }
+    expectProblem(
+      await t.inject(acme, { method: 'GET', url: `/api/v1/events/${event?.id}?x=1` }),
+      400,
+      'invalid_parameter',
+    )
+  })
 
   it('pages the feed in the order the changes were committed, each event once', async () => {
     const contact = await createContact(t, acme, { email: 'ada@example.com' })

@@ -1,4 +1,4 @@
-// Tenant-scoped event reads in feed order (feed-position.ts).
+// Tenant-scoped event reads: the feed in its order (feed-position.ts), one event by id.
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
@@ -36,4 +36,14 @@ export async function listEventRows(
     body: row.body,
     position: formatFeedPosition({ txId: row.tx_id, id: row.id }),
   }))
+}
+
+export async function findEventBody(db: Db, accountId: string, id: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('events')
+    .select('body')
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+  return row?.body
 }
