@@ -1,11 +1,14 @@
-// GET /events in feed order and GET /events/{id}, on every dialect. The concurrent proof of the
-// order is test/events-feed-order.test.ts (PostgreSQL server).
+// GET /events in feed order, GET /events/{id} and the retention purge, on every dialect. The
+// concurrent proof of the order is test/events-feed-order.test.ts (PostgreSQL server).
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, TEST_SECRET, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { createContact, expectProblem } from '../../test/helpers.js'
+import { inTransaction } from '../db/transaction.js'
 import { encodeCursor } from '../http/pagination.js'
 import { manualClock } from '../lib/clock.js'
+import { recordEvent } from './events.js'
+import { purgeExpiredEvents } from './events.store.js'
 
 interface EventsPage {
   events: Array<{ id: string; type: string; data: { object: { id: string } } }>
@@ -85,5 +88,40 @@ describe.each(testDialects())('events on %s', (dialect) => {
     const page = await list(acme, `?after=${old}`)
     expect(page.events.map((e) => e.id)).toEqual([...all.slice(1), expect.any(String)])
     expect(page.events.at(-1)?.data.object).toMatchObject({ first_name: 'After' })
+  })
+
+  it('several events of one transaction keep their order, and positions never go back after a purge', async () => {
+    const now = () => clock.now().toISOString()
+    await inTransaction(t.db, async (trx) => {
+      for (const id of ['con_1', 'con_2', 'con_3']) {
+        await recordEvent(trx, acme.id, 'contact.created', { id }, now())
+      }
+    })
+    expect((await list(acme)).events.map((e) => e.data.object.id)).toEqual(['con_1', 'con_2', 'con_3'])
+    const first = await list(acme, '?limit=1')
+    expect(first.next_cursor).not.toBeNull()
+    // Every event is purged; one written later must still come after the cursor held meanwhile.
+    clock.advance(40 * 86_400_000)
+    expect(await purgeExpiredEvents(t.db, clock.now(), 30)).toBe(3)
+    await inTransaction(t.db, (trx) => recordEvent(trx, acme.id, 'contact.created', { id: 'con_4' }, now()))
+    const next = await list(acme, `?after=${first.next_cursor}`)
+    expect(next.events.map((e) => e.data.object.id)).toEqual(['con_4'])
+  })
+
+  it('purges events older than the retention, in batches, and keeps the rest', async () => {
+    const bob = await t.createAccount('Bob')
+    const write = (account: TestAccount, id: string) =>
+      inTransaction(t.db, (trx) => recordEvent(trx, account.id, 'contact.created', { id }, clock.now().toISOString()))
+    for (let i = 0; i < 7; i++) {
+      await write(i % 2 ? acme : bob, `con_old${i}`)
+    }
+    clock.advance(10 * 86_400_000)
+    await write(acme, 'con_recent')
+    clock.advance(25 * 86_400_000)
+    // 35 days after the first seven, 25 after the recent one: only the first seven are past 30 days.
+    expect(await purgeExpiredEvents(t.db, clock.now(), 30, 3)).toBe(7)
+    expect((await list(acme)).events.map((e) => e.data.object.id)).toEqual(['con_recent'])
+    expect((await list(bob)).events).toEqual([])
+    expect(await purgeExpiredEvents(t.db, clock.now(), 30)).toBe(0)
   })
 })
