@@ -5,6 +5,7 @@ import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
 import { closeDeps, createDeps } from './deps.js'
+import { purgeExpiredEvents } from './events/events.store.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
 
@@ -34,11 +35,13 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await closeDeps(deps).catch(() => {})
     throw error
   }
-  // Expired idempotency keys and sign-in failures are purged at start and then hourly.
+  // Expired idempotency keys, sign-in failures and events past EVENT_RETENTION_DAYS are purged at
+  // start and then hourly (events in batches: see purgeExpiredEvents).
   const purge = () =>
     Promise.all([
       purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
       purgeSignInFailures(deps.database.db, deps.clock.now(), SIGN_IN_WINDOW_MS),
+      purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
     ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)

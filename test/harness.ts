@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { PGlite } from '@electric-sql/pglite'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
-import { Kysely } from 'kysely'
+import { Kysely, sql } from 'kysely'
 import pg from 'pg'
 import { inject } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
@@ -85,8 +85,11 @@ export async function createTestHarness(options: {
       })
       return secret
     },
-    inject(account, request) {
+    async inject(account, request) {
       const headers = { ...(account ? { authorization: `Bearer ${account.key}` } : {}), ...request.headers }
+      if (options.dialect === 'postgres' && isFeedRead(request)) {
+        await feedCaughtUp(database.db)
+      }
       return app.inject({ ...request, headers })
     },
     async close() {
@@ -96,6 +99,37 @@ export async function createTestHarness(options: {
     },
   }
   return harness
+}
+
+const isFeedRead = (request: InjectOptions): boolean =>
+  (request.method ?? 'GET') === 'GET' && /^\/api\/v1\/events(\?|$)/.test(String(request.url ?? ''))
+
+/**
+ * Waits until the events feed serves every event committed so far. On the PostgreSQL server it
+ * serves an event once every transaction that began before it has ended (docs/api-decisions.md,
+ * "The events feed: commit order"), and transaction ids are server-wide: another suite's open
+ * transaction, in any database of the server, holds the feed back for a moment. A suite's own
+ * reads expect their writes, so they wait for that moment to pass; test/events-feed-order.test.ts,
+ * which tests the fence itself, reads with app.inject. A lagging feed is complete in the end, and
+ * this waits for nothing else: an event missing for good still fails the test.
+ */
+async function feedCaughtUp(db: Kysely<Database>, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    // A test that broke the schema on purpose gets its answer from the request itself.
+    const caughtUp = await sql<{ caught_up: boolean }>`
+      select coalesce(max(tx_id), 0) < pg_snapshot_xmin(pg_current_snapshot())::text::bigint as caught_up
+      from events`
+      .execute(db)
+      .then(
+        ({ rows }) => rows[0]?.caught_up ?? true,
+        () => true,
+      )
+    if (caughtUp || Date.now() > deadline) {
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 10))
+  }
 }
 
 /** A config as the service would load it, for tests that need one without a harness. */

@@ -8,6 +8,8 @@ import { createContact } from '../src/contacts/contacts.store.js'
 import type { DatabaseHandle } from '../src/db/database.js'
 import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
 import { inTransaction } from '../src/db/transaction.js'
+import { recordEvent } from '../src/events/events.js'
+import { listEventRows } from '../src/events/events.store.js'
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
 import { MIGRATIONS, TABLES } from './schema-expectations.js'
@@ -243,6 +245,51 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     expect(await terms()).toEqual(written)
   })
 
+  it('the event feed position migration puts existing events first, in id order, and old-release inserts still get a position', async () => {
+    const { account } = await createAccountWithKey(database.db, { name: 'Feed', now: new Date(), keyPrefix: 'service' })
+    const undone: string[] = []
+    while (!undone.includes('20261124T094444_event_feed_position')) {
+      const [name] = await migrateDown(database)
+      expect(name).toBeDefined()
+      undone.push(name as string)
+    }
+    // Events as the previous release wrote them: no position.
+    const insertOld = (id: string) =>
+      sql`insert into events (account_id, id, type, created_at, body)
+          values (${account.id}, ${id}, 'contact.created', '2026-11-01T00:00:00.000Z', '{}')`.execute(database.db)
+    for (const id of ['evt_01M00000000000000000000002', 'evt_01M00000000000000000000001']) {
+      await insertOld(id)
+    }
+    expect(await migrateToLatest(database)).toEqual(undone.reverse())
+    await inTransaction(database.db, (trx) =>
+      recordEvent(trx, account.id, 'contact.created', {}, new Date().toISOString()),
+    )
+    // On the PostgreSQL server another suite's open transaction can hold the feed back a moment.
+    const read = async (afterId: string | undefined, count: number) => {
+      const deadline = Date.now() + 10_000
+      for (;;) {
+        const rows = await listEventRows(database.db, account.id, { afterId, fetch: 10 })
+        if (rows.length >= count || Date.now() > deadline) {
+          return rows
+        }
+        await new Promise((resolve) => setTimeout(resolve, 10))
+      }
+    }
+    const feed = await read(undefined, 3)
+    expect(feed.map((row) => row.position?.split(':')[0])).toEqual(['0', '0', expect.stringMatching(/^[1-9]\d*$/)])
+    expect(feed.map((row) => row.id).slice(0, 2)).toEqual([
+      'evt_01M00000000000000000000001',
+      'evt_01M00000000000000000000002',
+    ])
+    if (dialect !== 'sqlite') {
+      // An instance still on the previous release during a deploy: the column default gives its
+      // event the writing transaction's id, after everything before it.
+      await insertOld('evt_01M00000000000000000000003')
+      const after = await read(feed.at(-1)?.position, 1)
+      expect(after.map((row) => row.id)).toEqual(['evt_01M00000000000000000000003'])
+    }
+  })
+
   it('every tenant table leads its primary key, foreign keys and unique indexes with account_id', async () => {
     const shape = await describeSchema(database)
     expect(shape.primaryKeys.accounts).toEqual(['id'])
@@ -301,6 +348,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_tags: ['account_id', 'tag', 'contact_id'],
       contact_terms: ['account_id', 'term', 'contact_id'],
       events: ['account_id', 'id'],
+      event_sequence: ['name'],
     })
     expect(sqlite?.foreignKeys).toEqual({
       accounts: [],
@@ -316,6 +364,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_tags: [['account_id', 'contact_id']],
       contact_terms: [['account_id', 'contact_id']],
       events: [['account_id']],
+      event_sequence: [],
     })
     expect(sqlite?.uniqueIndexes).toEqual({
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },

@@ -12,6 +12,7 @@ export const TABLES = [
   'contact_tags',
   'contact_terms',
   'contacts',
+  'event_sequence',
   'events',
   'idempotency_keys',
   'memberships',

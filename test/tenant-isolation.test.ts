@@ -38,6 +38,22 @@ describe.each(testDialects())('tenant isolation on %s', (dialect) => {
     expect(await snapshotAccount(t, a)).toEqual(before)
   })
 
+  it("B's key asking for A's event is answered exactly as for a missing id", async () => {
+    const [aEvent] = (await t.inject(a, { method: 'GET', url: '/api/v1/events?limit=1' })).json().events
+    expect((await t.inject(a, { method: 'GET', url: `/api/v1/events/${aEvent.id}` })).statusCode).toBe(200)
+    const theirs = expectProblem(
+      await t.inject(b, { method: 'GET', url: `/api/v1/events/${aEvent.id}` }),
+      404,
+      'not_found',
+    )
+    const none = expectProblem(
+      await t.inject(b, { method: 'GET', url: '/api/v1/events/evt_01M00000000000000000000000' }),
+      404,
+      'not_found',
+    )
+    expect({ ...theirs, request_id: '' }).toEqual({ ...none, request_id: '' })
+  })
+
   it("B's lists, filters and events never contain A's rows", async () => {
     for (const query of ['', '?tag=secret', '?q=alice', '?q=a', '?email=a-only@example.com', '?order=desc']) {
       const res = await t.inject(b, { method: 'GET', url: `/api/v1/contacts${query}` })

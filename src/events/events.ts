@@ -5,6 +5,7 @@ import type { Kysely, Transaction } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { ListQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
+import { newEventPosition } from './feed-position.js'
 
 export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
@@ -35,6 +36,7 @@ export const ListEventsQuery = Type.Object(
 )
 export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
 
+/** Writes the event in the change's transaction, at its feed position (feed-position.ts). */
 export async function recordEvent(
   trx: Transaction<Database> | Kysely<Database>,
   accountId: string,
@@ -43,8 +45,9 @@ export async function recordEvent(
   now: string,
 ): Promise<void> {
   const event = { object: 'event', id: newId('event'), type, created_at: now, data: { object } }
+  const txId = await newEventPosition(trx)
   await trx
     .insertInto('events')
-    .values({ account_id: accountId, id: event.id, type, created_at: now, body: JSON.stringify(event) })
+    .values({ account_id: accountId, id: event.id, tx_id: txId, type, created_at: now, body: JSON.stringify(event) })
     .execute()
 }

@@ -28,6 +28,7 @@ describe.each(testDialects())('API key authentication on %s', (dialect) => {
     { method: 'PATCH' as const, url: `/api/v1/contacts/${contactId}`, payload: { first_name: 'X' } },
     { method: 'DELETE' as const, url: `/api/v1/contacts/${contactId}` },
     { method: 'GET' as const, url: '/api/v1/events' },
+    { method: 'GET' as const, url: '/api/v1/events/evt_01M00000000000000000000000' },
   ]
 
   const badHeaders: Array<[string, () => Record<string, string>]> = [

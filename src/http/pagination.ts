@@ -127,6 +127,8 @@ export function decodeCursor(secret: string, scope: CursorScope, cursor: string)
 export interface PageRow {
   id: string
   body: string
+  /** The row's place in the list's order when that is not its id (the events feed); the cursor carries it. */
+  position?: string
 }
 
 /**
@@ -135,10 +137,10 @@ export interface PageRow {
  * straight into one Buffer: no joined string to allocate, and nothing left for the socket to
  * encode (a string body is measured, then encoded, on its way out).
  */
-function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (lastId: string) => string): Buffer {
+function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (lastPosition: string) => string): Buffer {
   const count = Math.min(rows.length, limit)
   const last = rows[count - 1]
-  const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.id)) : 'null'
+  const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.position ?? last.id)) : 'null'
   const head = `{"${name}":[`
   const tail = `],"next_cursor":${cursor}}`
   let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(count - 1, 0)
@@ -159,7 +161,8 @@ function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (las
 
 /**
  * The whole of a list endpoint after authentication: decode `after` for this scope, fetch
- * limit + 1 rows from the position, and send the envelope with the next cursor.
+ * limit + 1 rows from the position, and send the envelope with the next cursor. `afterId` is the
+ * previous page's last row's id, or its `position` on a list whose rows carry one.
  */
 export async function sendPage(
   reply: FastifyReply,
