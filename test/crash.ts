@@ -354,10 +354,20 @@ function crashSuite(dialect: 'sqlite' | 'postgres'): void {
     for (const contact of contacts) {
       expect(contact).toEqual(tracked.get(contact.id as string)?.acked)
     }
-    const events = new Set(
-      (await walk('events')).map((event) => JSON.stringify((event.data as { object: unknown }).object)),
-    )
-    const missing = acknowledged.filter((body) => !events.has(JSON.stringify(JSON.parse(body))))
+    // On PostgreSQL the feed serves an event once every transaction begun before it has ended, and
+    // transaction ids are server-wide: another suite's open transaction can hold the feed back for a
+    // moment (docs/api-decisions.md). A lagging feed completes; an event lost for good still fails.
+    const missingEvents = async () => {
+      const events = new Set(
+        (await walk('events')).map((event) => JSON.stringify((event.data as { object: unknown }).object)),
+      )
+      return acknowledged.filter((body) => !events.has(JSON.stringify(JSON.parse(body))))
+    }
+    let missing = await missingEvents()
+    for (const deadline = Date.now() + 10_000; missing.length > 0 && Date.now() < deadline; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+      missing = await missingEvents()
+    }
     expect(missing, 'acknowledged writes without their event').toEqual([])
 
     const checked = tally.creates + tally.updates
