@@ -2,6 +2,7 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
+import { findStoredBody } from '../db/stored-body.js'
 import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
@@ -15,7 +16,6 @@ import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSche
 import {
   createContact,
   deleteContact,
-  findContactBody,
   orContactExists,
   retryOnConflict,
   type StoredContact,
@@ -142,7 +142,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       },
     },
     async (request, reply) => {
-      const body = await findContactBody(db, authOf(request).account.id, request.params.id)
+      const body = await findStoredBody(db, 'contacts', authOf(request).account.id, request.params.id)
       if (body === undefined) {
         throw notFound()
       }

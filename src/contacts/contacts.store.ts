@@ -19,16 +19,6 @@ export interface StoredContact {
   body: string
 }
 
-export async function findContactBody(db: Db, accountId: string, id: string): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('contacts')
-    .select('body')
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.body
-}
-
 async function findContactIdByEmail(db: Db, accountId: string, email: string): Promise<string | undefined> {
   const row = await db
     .selectFrom('contacts')

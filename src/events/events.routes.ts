@@ -2,6 +2,7 @@
 // cursor paging as every list; GET /api/v1/events/{id}: one of them.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { findStoredBody } from '../db/stored-body.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
@@ -10,7 +11,7 @@ import { sendPage } from '../http/pagination.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { sendAnswer } from '../idempotency/idempotency.js'
 import { EventSchema, ListEventsQuery } from './events.js'
-import { findEventBody, listEventRows } from './events.store.js'
+import { listEventRows } from './events.store.js'
 
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get(
@@ -50,7 +51,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       },
     },
     async (request, reply) => {
-      const body = await findEventBody(deps.database.db, authOf(request).account.id, request.params.id)
+      const body = await findStoredBody(deps.database.db, 'events', authOf(request).account.id, request.params.id)
       if (body === undefined) {
         throw new AppError('not_found', 'No event with this id exists in this account.')
       }

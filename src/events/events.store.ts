@@ -41,16 +41,6 @@ export async function listEventRows(
   }))
 }
 
-export async function findEventBody(db: Db, accountId: string, id: string): Promise<string | undefined> {
-  const row = await db
-    .selectFrom('events')
-    .select('body')
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .executeTakeFirst()
-  return row?.body
-}
-
 /** Rows one purge statement deletes at most, so that a large purge never holds the database long. */
 export const PURGE_BATCH = 1000
 

@@ -9,7 +9,8 @@ import { buildApp } from '../app.js'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import { parseStoredContact } from '../contacts/contacts.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
-import { createContact, findContactBody } from '../contacts/contacts.store.js'
+import { createContact } from '../contacts/contacts.store.js'
+import { findStoredBody } from '../db/stored-body.js'
 import { inTransaction } from '../db/transaction.js'
 
 interface Session {
@@ -101,7 +102,7 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
   const seed = (s: Session, input: ContactInput) =>
     inTransaction(t.db, (trx) => createContact(trx, s.accountId, input, now()))
   const stored = async (s: Session, id: string) => {
-    const body = await findContactBody(t.db, s.accountId, id)
+    const body = await findStoredBody(t.db, 'contacts', s.accountId, id)
     return body === undefined ? undefined : parseStoredContact(body)
   }
   /** Everything an account has stored, to prove a refused request changed nothing. */

@@ -11,13 +11,8 @@ import { contactFieldsAsText, parseStoredContact } from '../contacts/contacts.js
 import { listContactRows } from '../contacts/contacts.list-query.js'
 import { checkContactInput, ruleErrors } from '../contacts/contacts.messages.js'
 import { type Contact, type ContactInput, ListContactsQuery } from '../contacts/contacts.schemas.js'
-import {
-  createContact,
-  deleteContact,
-  findContactBody,
-  orContactExists,
-  updateContact,
-} from '../contacts/contacts.store.js'
+import { createContact, deleteContact, orContactExists, updateContact } from '../contacts/contacts.store.js'
+import { findStoredBody } from '../db/stored-body.js'
 import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
@@ -112,7 +107,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   const base = (accountId: string) => `/app/${accountId}/contacts`
 
   async function findContactOr404(accountId: string, id: string): Promise<Contact> {
-    const body = await findContactBody(db, accountId, id)
+    const body = await findStoredBody(db, 'contacts', accountId, id)
     if (body === undefined) {
       throw notFound()
     }
