@@ -210,12 +210,39 @@ async function loadMigratedPglite(): Promise<PGlite> {
     return PGlite.create() // no pglite leg in the global setup: the harness migrates this one
   }
   pgliteDump ??= new Blob([readFileSync(dumpFile)])
-  return PGlite.create({ loadDataDir: pgliteDump })
+  const pglite = await PGlite.create({ loadDataDir: pgliteDump })
+  migratedSchema ??= await schemaOf(pglite)
+  return pglite
 }
 
-/** Empties every table (Kysely's migration records stay) and keeps the instance for the next harness; closes it if that fails. */
+/** The schema of an instance loaded from the dump: one whose schema a test changed is not reused. */
+let migratedSchema: string | undefined
+
+/** Tables, columns, indexes and constraints of the current schema, as one text. */
+async function schemaOf(pglite: PGlite): Promise<string> {
+  const { rows } = await pglite.query<{ schema: string | null }>(`
+    select string_agg(item, ';' order by item) as schema from (
+      select table_name || '.' || column_name || ' ' || data_type || ' ' || is_nullable
+        || ' ' || coalesce(column_default, '') as item
+      from information_schema.columns where table_schema = current_schema()
+      union all select indexdef from pg_indexes where schemaname = current_schema()
+      union all select conname || ' ' || pg_get_constraintdef(oid) from pg_constraint
+        where connamespace = current_schema()::regnamespace
+    ) as parts`)
+  return rows[0]?.schema ?? ''
+}
+
+/**
+ * Empties every table (Kysely's migration records stay) and keeps the instance for the next harness;
+ * closes it if its schema changed, or if that fails.
+ */
 async function giveBack(pglite: PGlite): Promise<void> {
   try {
+    // A test that dropped a table on purpose (http-conventions) must not hand on a broken database.
+    if (migratedSchema === undefined || (await schemaOf(pglite)) !== migratedSchema) {
+      await pglite.close()
+      return
+    }
     const { rows } = await pglite.query<{ name: string }>(
       "select tablename as name from pg_tables where schemaname = current_schema() and tablename not like 'kysely\\_%'",
     )
