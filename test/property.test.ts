@@ -105,7 +105,9 @@ const customValueArb: fc.Arbitrary<CustomValue | null> = fc.oneof(
 )
 const customKeyArb = fc.oneof(
   { weight: 4, arbitrary: fc.constantFrom('plan', 'seats', 'beta', 'note', 'constructor', 'toString', 'k_1', 'A1') },
-  { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9_]{1,40}$/) },
+  // `__proto__` matches the pattern, but the JSON parser refuses it (prototype poisoning) before any
+  // validation: bodies with it are tested among the unreadable ones below.
+  { weight: 1, arbitrary: fc.stringMatching(/^[A-Za-z0-9_]{1,40}$/).filter((key) => key !== '__proto__') },
 )
 
 const tagArb = fc.oneof(fc.constantFrom('vip', 'VIP', 'math', 'new', 'a-b'), fc.string({ minLength: 1, maxLength: 64 }))
