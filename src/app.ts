@@ -52,7 +52,7 @@ export async function buildApp(
     trustProxy: trustProxyOption(deps.config.trustProxy),
     // Errors Fastify raises before routing (a badly encoded URL) get the same problem body.
     frameworkErrors: (error, request, reply) => {
-      reply.header('request-id', request.id)
+      reply.headers(everyResponseHeaders(request.id))
       const problem = toAppError(error) ?? new AppError('invalid_request', 'The request could not be read.')
       // Hooks do not run on this path: write the request's log line here.
       request.log.info(
@@ -63,10 +63,11 @@ export async function buildApp(
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  // First hook of all, so every response (errors from later hooks too) carries the id.
+  // First hook of all, so every response (errors from later hooks too) carries the id and is
+  // neither cached nor sniffed (DESIGN §10; the web app's static assets set their own caching).
   // Hooks on every request take `done` rather than being async: no promise and microtask each.
   app.addHook('onRequest', (request, reply, done) => {
-    reply.header('request-id', request.id)
+    reply.headers(everyResponseHeaders(request.id))
     done()
   })
   app.setValidatorCompiler(validatorCompiler())
@@ -133,3 +134,10 @@ function installNotFoundHandler(app: FastifyInstance): void {
     return sendProblem(reply, new AppError('not_found', `Nothing is at ${request.method} ${path}.`))
   })
 }
+
+/** The headers of every response: its request id, and no caching or content sniffing (DESIGN §10). */
+const everyResponseHeaders = (requestId: string) => ({
+  'request-id': requestId,
+  'cache-control': 'no-store',
+  'x-content-type-options': 'nosniff',
+})

@@ -111,6 +111,28 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(ids.size).toBe(4)
   })
 
+  it('every API response says Cache-Control: no-store and X-Content-Type-Options: nosniff (DESIGN §10)', async () => {
+    const created = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'H' } })
+    for (const res of [
+      await t.inject(acme, { method: 'GET', url: '/api/v1/me' }),
+      await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?limit=1' }),
+      created,
+      await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${created.json().id}` }),
+      await t.inject(acme, { method: 'GET', url: '/api/v1/contacts/con_nope' }),
+      await t.inject(null, { method: 'GET', url: '/api/v1/me' }),
+      await t.inject(acme, { method: 'PATCH', url: '/api/v1/events' }),
+      await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?q=%zz' }),
+      await t.inject(acme, { method: 'GET', url: '/api/v1/openapi.json' }),
+    ]) {
+      expect([res.statusCode, res.headers['cache-control']]).toEqual([res.statusCode, 'no-store'])
+      expect([res.statusCode, res.headers['x-content-type-options']]).toEqual([res.statusCode, 'nosniff'])
+    }
+    // The web app's static assets keep their own caching.
+    const css = await t.app.inject({ method: 'GET', url: '/assets/app.css' })
+    expect(css.headers['cache-control']).toBe('public, max-age=3600')
+    expect(css.headers['x-content-type-options']).toBe('nosniff')
+  })
+
   it('serves /healthz and /readyz', async () => {
     expect((await t.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({ status: 'ok' })
     const ready = await t.app.inject({ method: 'GET', url: '/readyz' })
