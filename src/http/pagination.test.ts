@@ -183,6 +183,28 @@ describe.each(testDialects())('cursor pagination on %s', (dialect) => {
     },
   )
 
+  it.each(['1e2', '0x10', '+5', ' 5', '5 ', '1.0', '05.', '1_0'])(
+    'limit=%s (not plain decimal digits) → 400 invalid_parameter naming limit (DESIGN §8)',
+    async (limit) => {
+      const res = await t.inject(acme, {
+        method: 'GET',
+        url: `/api/v1/contacts?limit=${encodeURIComponent(limit)}`,
+      })
+      const body = expectProblem(res, 400, 'invalid_parameter')
+      expect(body.errors[0]).toEqual({
+        field: 'limit',
+        message: 'must be an integer from 1 to 100, in plain decimal digits',
+      })
+      const events = await t.inject(acme, { method: 'GET', url: `/api/v1/events?limit=${encodeURIComponent(limit)}` })
+      expect(expectProblem(events, 400, 'invalid_parameter').errors[0].field).toBe('limit')
+    },
+  )
+
+  it('limit=007 is 7 (decimal digits, leading zeros and all)', async () => {
+    const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?limit=007' })
+    expect(res.statusCode).toBe(200)
+  })
+
   it('a bad limit gets the documented message', async () => {
     const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?limit=101' })
     expect(res.json().detail).toBe('limit must be an integer from 1 to 100')
