@@ -91,7 +91,10 @@ function cursorCodec(secret: string, scope: CursorScope) {
       }
       const dot = cursor.indexOf('.')
       const encoded = cursor.slice(0, dot)
-      if (!safeEqual(Buffer.from(cursor.slice(dot + 1), 'base64url'), sign(secret, encoded))) {
+      // The signature's text is compared, not its decoded bytes: base64url's last character has
+      // padding bits a decoder ignores, and a cursor has one spelling only.
+      const signature = sign(secret, encoded).toString('base64url')
+      if (!safeEqual(Buffer.from(cursor.slice(dot + 1)), Buffer.from(signature))) {
         throw invalidCursor()
       }
       let payload: CursorPayload
