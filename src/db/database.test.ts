@@ -1,5 +1,5 @@
 // The SQLite connection settings every durability and integrity promise rests on (DESIGN §4).
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, rmSync, statSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
@@ -30,4 +30,20 @@ describe('SQLite connection', () => {
       }
     },
   )
+})
+
+describe('SQLite files', () => {
+  it('are readable by the service user only: the database, its WAL and shared memory (mode 0600)', async () => {
+    const file = path.join(dir, 'private', 'contacts.sqlite')
+    const handle = openDatabase({ kind: 'sqlite', path: file, synchronous: 'NORMAL' })
+    try {
+      await sql`create table t (a integer)`.execute(handle.db)
+      await sql`insert into t values (1)`.execute(handle.db)
+      for (const name of [file, `${file}-wal`, `${file}-shm`]) {
+        expect([name, statSync(name).mode & 0o777]).toEqual([name, 0o600])
+      }
+    } finally {
+      await handle.close()
+    }
+  })
 })

@@ -1,5 +1,5 @@
 // Opens the configured database as a Kysely instance: SQLite (embedded default) or PostgreSQL.
-import { mkdirSync } from 'node:fs'
+import { closeSync, mkdirSync, openSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
@@ -25,6 +25,9 @@ export function openDatabase(config: DatabaseConfig): DatabaseHandle {
 function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandle {
   if (file !== ':memory:') {
     mkdirSync(path.dirname(file), { recursive: true })
+    // Readable by the service's user only (as the secret beside it): created here with mode 0600
+    // before SQLite opens it, and SQLite gives its -wal and -shm files the database file's mode.
+    closeSync(openSync(file, 'a', 0o600))
   }
   const database = new SQLite(file)
   // WAL lets readers run beside the writer. NORMAL survives process crashes (kill -9);
