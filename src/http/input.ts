@@ -1,8 +1,7 @@
 // Request input rules: JSON bodies only (anything else is 415), prototype poisoning refused,
 // and no U+0000 anywhere (PostgreSQL cannot store it; DESIGN §4).
 import type { FastifyInstance } from 'fastify'
-import { AppError, invalidParameter } from './errors.js'
-import { PAGE_SIZE_MAX } from './pagination.js'
+import { AppError } from './errors.js'
 
 export const BODY_LIMIT = 1024 * 1024
 
@@ -17,13 +16,6 @@ export function installInputRules(app: FastifyInstance): void {
     const query = request.url.indexOf('?')
     if (query !== -1 && !isPercentEncodedUtf8(request.url.slice(query + 1))) {
       throw new AppError('invalid_request', 'The query string is not valid percent-encoded UTF-8.')
-    }
-    // DESIGN §8: `limit` is written as plain decimal digits. The query's type coercion would read
-    // `1e2`, `0x10`, `+5`, ` 5` or `1.0` as numbers; one spelling per value keeps clients honest
-    // (and cursors and caches keyed on the URL unambiguous). The range is the schema's to check.
-    const { limit } = request.query as Record<string, unknown>
-    if (query !== -1 && request.url.startsWith('/api/') && typeof limit === 'string' && !/^\d{1,9}$/.test(limit)) {
-      throw invalidParameter('limit', `must be an integer from 1 to ${PAGE_SIZE_MAX}, in plain decimal digits`)
     }
   })
 

@@ -193,7 +193,7 @@ describe.each(testDialects())('cursor pagination on %s', (dialect) => {
       const body = expectProblem(res, 400, 'invalid_parameter')
       expect(body.errors[0]).toEqual({
         field: 'limit',
-        message: 'must be an integer from 1 to 100, in plain decimal digits',
+        message: 'must be an integer from 1 to 100',
       })
       const events = await t.inject(acme, { method: 'GET', url: `/api/v1/events?limit=${encodeURIComponent(limit)}` })
       expect(expectProblem(events, 400, 'invalid_parameter').errors[0].field).toBe('limit')

@@ -1,7 +1,7 @@
 // Ajv set-up: bodies are validated strictly (no coercion, no silent stripping of unknown
 // fields); query strings and path parameters are text, so numbers there are coerced.
 
-import { Ajv, type Options } from 'ajv'
+import { Ajv, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 
@@ -25,5 +25,51 @@ function makeAjv(options: Options): Ajv {
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
   const forBodies = makeAjv({ coerceTypes: false })
   const forText = makeAjv({ coerceTypes: true })
-  return ({ schema, httpPart }) => (httpPart === 'body' ? forBodies : forText).compile(schema as object)
+  return ({ schema, httpPart }) =>
+    httpPart === 'body'
+      ? forBodies.compile(schema as object)
+      : integersAsDigits(schema, forText.compile(schema as object))
+}
+
+interface PropertySchema {
+  type?: unknown
+}
+
+/**
+ * An integer in a query string or path is written as plain decimal digits (DESIGN §8): Ajv's
+ * coercion would also read `1e2`, `0x10`, `+5`, ` 5` or `1.0` as numbers. Such a value fails as
+ * a wrong type, so the message is the one every integer gets (errors.ts: "must be an integer
+ * from 1 to 100").
+ */
+function integersAsDigits(schema: unknown, validate: ValidateFunction): ValidateFunction {
+  const properties = (schema as { properties?: Record<string, PropertySchema> }).properties ?? {}
+  const integers = Object.entries(properties).filter(([, property]) => property.type === 'integer')
+  if (integers.length === 0) {
+    return validate
+  }
+  const checked = ((data: unknown) => {
+    const values = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>
+    for (const [name, property] of integers) {
+      const value = values[name]
+      if (typeof value === 'string' && !/^\d{1,9}$/.test(value)) {
+        checked.errors = [
+          {
+            instancePath: `/${name}`,
+            schemaPath: `#/properties/${name}/type`,
+            keyword: 'type',
+            params: { type: 'integer' },
+            message: 'must be integer',
+            schema: 'integer',
+            parentSchema: property,
+            data: value,
+          },
+        ]
+        return false
+      }
+    }
+    const valid = validate(data)
+    checked.errors = validate.errors
+    return valid
+  }) as ValidateFunction
+  return checked
 }
