@@ -87,7 +87,7 @@ describe.runIf(testDialects().includes('postgres'))('the events feed in commit o
 
   const write = (account: TestAccount, contactId: string) =>
     inTransaction(t.db, (trx) =>
-      recordEvent(trx, account.id, 'contact.created', { id: contactId }, new Date().toISOString()),
+      recordEvent(trx, account.id, 'contact.created', JSON.stringify({ id: contactId }), new Date().toISOString()),
     )
 
   it('an event committed after a poller passed its id is still delivered from the poller’s cursor', async () => {
@@ -101,7 +101,7 @@ describe.runIf(testDialects().includes('postgres'))('the events feed in commit o
       aWrote = resolve
     })
     const a = inTransaction(t.db, async (trx) => {
-      await recordEvent(trx, acme.id, 'contact.created', { id: 'con_a' }, new Date().toISOString())
+      await recordEvent(trx, acme.id, 'contact.created', JSON.stringify({ id: 'con_a' }), new Date().toISOString())
       aWrote()
       await new Promise<void>((resolve) => {
         commitA = resolve
@@ -139,7 +139,13 @@ describe.runIf(testDialects().includes('postgres'))('the events feed in commit o
         const abort = Math.random() < 1 / 8
         await inTransaction(t.db, async (trx) => {
           for (let e = 0; e < events; e++) {
-            await recordEvent(trx, acme.id, 'contact.created', { id: `con_${w}_${i}_${e}` }, new Date().toISOString())
+            await recordEvent(
+              trx,
+              acme.id,
+              'contact.created',
+              JSON.stringify({ id: `con_${w}_${i}_${e}` }),
+              new Date().toISOString(),
+            )
             await sleep(Math.random() * 15)
           }
           await sleep(Math.random() * 30)

@@ -262,7 +262,7 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     }
     expect(await migrateToLatest(database)).toEqual(undone.reverse())
     await inTransaction(database.db, (trx) =>
-      recordEvent(trx, account.id, 'contact.created', {}, new Date().toISOString()),
+      recordEvent(trx, account.id, 'contact.created', JSON.stringify({}), new Date().toISOString()),
     )
     // On the PostgreSQL server another suite's open transaction can hold the feed back a moment.
     const read = async (afterId: string | undefined, count: number) => {

@@ -82,7 +82,7 @@ export async function deleteContact(trx: Trx, accountId: string, id: string, now
   if (!deleted) {
     return false
   }
-  await recordEvent(trx, accountId, 'contact.deleted', parseStoredContact(deleted.body), now)
+  await recordEvent(trx, accountId, 'contact.deleted', deleted.body, now)
   return true
 }
 
@@ -97,7 +97,7 @@ export async function insertContact(
   await trx.insertInto('contacts').values(rows.contact).execute()
   await insertIndexRows(trx, 'contact_tags', rows.tags)
   await insertIndexRows(trx, 'contact_terms', rows.terms)
-  await recordEvent(trx, accountId, 'contact.created', contact, now)
+  await recordEvent(trx, accountId, 'contact.created', rows.contact.body, now)
   return { contact, body: rows.contact.body }
 }
 
@@ -142,7 +142,7 @@ export async function updateLockedContact(
     await trx.deleteFrom('contact_terms').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
     await insertIndexRows(trx, 'contact_terms', rows.terms)
   }
-  await recordEvent(trx, accountId, 'contact.updated', contact, now)
+  await recordEvent(trx, accountId, 'contact.updated', body, now)
   return { contact, body, changed: true }
 }
 

@@ -94,7 +94,7 @@ describe.each(testDialects())('events on %s', (dialect) => {
     const now = () => clock.now().toISOString()
     await inTransaction(t.db, async (trx) => {
       for (const id of ['con_1', 'con_2', 'con_3']) {
-        await recordEvent(trx, acme.id, 'contact.created', { id }, now())
+        await recordEvent(trx, acme.id, 'contact.created', JSON.stringify({ id }), now())
       }
     })
     expect((await list(acme)).events.map((e) => e.data.object.id)).toEqual(['con_1', 'con_2', 'con_3'])
@@ -103,7 +103,9 @@ describe.each(testDialects())('events on %s', (dialect) => {
     // Every event is purged; one written later must still come after the cursor held meanwhile.
     clock.advance(40 * 86_400_000)
     expect(await purgeExpiredEvents(t.db, clock.now(), 30)).toBe(3)
-    await inTransaction(t.db, (trx) => recordEvent(trx, acme.id, 'contact.created', { id: 'con_4' }, now()))
+    await inTransaction(t.db, (trx) =>
+      recordEvent(trx, acme.id, 'contact.created', JSON.stringify({ id: 'con_4' }), now()),
+    )
     const next = await list(acme, `?after=${first.next_cursor}`)
     expect(next.events.map((e) => e.data.object.id)).toEqual(['con_4'])
   })
@@ -111,7 +113,9 @@ describe.each(testDialects())('events on %s', (dialect) => {
   it('purges events older than the retention, in batches, and keeps the rest', async () => {
     const bob = await t.createAccount('Bob')
     const write = (account: TestAccount, id: string) =>
-      inTransaction(t.db, (trx) => recordEvent(trx, account.id, 'contact.created', { id }, clock.now().toISOString()))
+      inTransaction(t.db, (trx) =>
+        recordEvent(trx, account.id, 'contact.created', JSON.stringify({ id }), clock.now().toISOString()),
+      )
     for (let i = 0; i < 7; i++) {
       await write(i % 2 ? acme : bob, `con_old${i}`)
     }

@@ -1,8 +1,7 @@
 // Events: their schema and list query; every change to a resource is recorded in the same
 // transaction as the change (outbox).
 import { type Static, Type } from '@sinclair/typebox'
-import type { Kysely, Transaction } from 'kysely'
-import type { Database } from '../db/schema.js'
+import type { Trx } from '../db/transaction.js'
 import { ListQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
 import { newEventPosition } from './feed-position.js'
@@ -36,18 +35,23 @@ export const ListEventsQuery = Type.Object(
 )
 export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
 
-/** Writes the event in the change's transaction, at its feed position (feed-position.ts). */
+/**
+ * Writes the event in the change's transaction, at its feed position (feed-position.ts). The
+ * resource comes serialized, as stored: spliced into the event's body rather than serialized again
+ * (the same bytes JSON.stringify of the whole event would give).
+ */
 export async function recordEvent(
-  trx: Transaction<Database> | Kysely<Database>,
+  trx: Trx,
   accountId: string,
   type: EventType,
-  object: object,
+  objectBody: string,
   now: string,
 ): Promise<void> {
-  const event = { object: 'event', id: newId('event'), type, created_at: now, data: { object } }
+  const id = newId('event')
+  const body = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":${objectBody}}}`
   const txId = await newEventPosition(trx)
   await trx
     .insertInto('events')
-    .values({ account_id: accountId, id: event.id, tx_id: txId, type, created_at: now, body: JSON.stringify(event) })
+    .values({ account_id: accountId, id, tx_id: txId, type, created_at: now, body })
     .execute()
 }

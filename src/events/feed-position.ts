@@ -14,9 +14,8 @@
 //   position is a counter incremented under that lock, so positions are handed out in commit
 //   order and a committed position is never followed by a smaller one. A counter, not max + 1:
 //   the retention purge can empty an account, and positions must never go back.
-import { type Kysely, type RawBuilder, sql } from 'kysely'
+import { type RawBuilder, sql } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
-import type { Database } from '../db/schema.js'
 import type { Db, Trx } from '../db/transaction.js'
 
 export interface FeedPosition {
@@ -25,7 +24,7 @@ export interface FeedPosition {
 }
 
 /** The position of an event being written in `trx`, for its `tx_id`. */
-export async function newEventPosition(trx: Trx | Kysely<Database>): Promise<number | RawBuilder<number>> {
+export async function newEventPosition(trx: Trx): Promise<number | RawBuilder<number>> {
   if (dialectOf(trx) === 'postgres') {
     // xid8 (epoch and xid) has no cast to bigint; its text form has one.
     return sql<number>`pg_current_xact_id()::text::bigint`
