@@ -130,7 +130,6 @@ describe.runIf(testDialects().includes('postgres'))('the events feed in commit o
     const WRITERS = 6
     const TRANSACTIONS = 10
     let writing = true
-    const rolledBack: string[] = []
 
     const writer = async (w: number) => {
       for (let i = 0; i < TRANSACTIONS; i++) {
@@ -156,7 +155,6 @@ describe.runIf(testDialects().includes('postgres'))('the events feed in commit o
           if (!abort) {
             throw error
           }
-          rolledBack.push(`${w}_${i}`)
         })
       }
     }

@@ -98,6 +98,8 @@ export async function rollKey(
   now: Date,
 ): Promise<IssuedKey & Pushed> {
   const { issued, push } = await inTransaction(deps.database.db, async (trx, onCommit) => {
+    // Registered first: it runs once the whole roll has committed, and not at all if any step fails.
+    const push = pushAfterCommit(deps, onCommit, keyHash)
     const oldExpiresAt = new Date(now.getTime() + overlapMs)
     await expireApiKeyAt(trx, old.account_id, old.id, oldExpiresAt)
     const issued = await issueApiKey(trx, old.account_id, {
@@ -109,7 +111,7 @@ export async function rollKey(
     })
     const detail = { name: old.name, new_key_id: issued.apiKey.id, old_key_expires_at: oldExpiresAt.toISOString() }
     await recordAudit(trx, old.account_id, { action: 'api_key.rolled', targetId: old.id, actor, detail }, now)
-    return { issued, push: pushAfterCommit(deps, onCommit, keyHash) }
+    return { issued, push }
   })
   return { ...issued, pushed: push.sent }
 }

@@ -2,7 +2,7 @@
 import { isIP } from 'node:net'
 import { describe, expect, it } from 'vitest'
 import { staticResolver } from '../../test/static-resolver.js'
-import { checkWebhookUrl, classifyAddress, isPublicAddress } from './webhook-url.js'
+import { checkWebhookUrl, classifyAddress, isPublicAddress, resolveWebhookTarget } from './webhook-url.js'
 
 const PUBLIC_V4 = '93.184.215.14'
 const PUBLIC_V6 = '2606:2800:21f:cb07:6820:80da:af6b:8b2c'
@@ -214,5 +214,17 @@ describe('checkWebhookUrl', () => {
     expect(await check('https://user:pass@127.0.0.1/', true)).toMatchObject({ ok: false })
     expect(await check('ftp://127.0.0.1/', true)).toMatchObject({ ok: false })
     expect(await check('https://unknown.example/', true)).toMatchObject({ ok: false })
+  })
+})
+
+describe('the address a delivery connects to', () => {
+  it('is the checked address in its plain form: an IPv4-mapped answer is dialled as IPv4', async () => {
+    const mapped = staticResolver({ 'mapped.test': ['::ffff:93.184.215.14'] })
+    const result = await resolveWebhookTarget(
+      'https://mapped.test/hooks',
+      { allowPrivate: false, resolve: mapped },
+      1000,
+    )
+    expect(result).toMatchObject({ ok: true, target: { addresses: [{ address: '93.184.215.14', family: 4 }] } })
   })
 })
