@@ -53,7 +53,8 @@ const KeyParams = Type.Object({ keyId: Type.String() })
 const CREATE_KEY_FIELDS = ['name', 'scope', 'expires'] as const
 const CreateKeyForm = FormBody(CREATE_KEY_FIELDS)
 const RevokeKeyForm = FormBody([])
-const RollKeyForm = FormBody(['overlap'])
+const ROLL_KEY_FIELDS = ['overlap'] as const
+const RollKeyForm = FormBody(ROLL_KEY_FIELDS)
 
 export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
   app,
@@ -187,7 +188,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     async (request, reply) => {
       const { account } = accountContext(request)
       const old = await findKeyOr404(account.id, request.params.keyId)
-      const { overlap } = formValues(request, ['overlap'])
+      const { overlap } = formValues(request, ROLL_KEY_FIELDS)
       const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
         throw new AppError('not_found', 'This key cannot be rolled.')

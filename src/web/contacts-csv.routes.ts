@@ -51,7 +51,6 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     const view = importView(account.id)
     const refuse = (status: number, formError: string) =>
       render(request, reply, (c) => importPage(c, { ...view, formError }), status)
-    const forbidden = () => render(request, reply, (c) => importPage(c, { ...view, formError: FORM_EXPIRED }), 403)
     // A urlencoded post passed the CSRF check of the preValidation hook (web.routes.ts), but carries
     // no file.
     if (!request.isMultipart()) {
@@ -90,7 +89,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       throw error
     }
     if (refused || !isValidCsrf(request, deps.secret, csrf)) {
-      return forbidden()
+      return refuse(403, FORM_EXPIRED)
     }
     if (file === undefined || file.length === 0) {
       return refuse(400, 'Choose a CSV file to import: the file was missing or empty.')
