@@ -21,6 +21,9 @@ import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
 import { memoryBuckets, redisBuckets } from './rate-limit/token-bucket.js'
+import type { WebhookActionsDeps } from './webhooks/endpoint-lifecycle.js'
+import { webhookSecretKey } from './webhooks/secrets.js'
+import { defaultResolver, type Resolver } from './webhooks/webhook-url.js'
 
 export interface Deps {
   readonly config: Config
@@ -34,11 +37,16 @@ export interface Deps {
   readonly redis: Redis | undefined
   /** Signs cursors and CSRF tokens: config.secret, or the one kept in the SQLite data dir. */
   readonly secret: string
+  /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
+  readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
   start(): Promise<void>
 }
 
-export function createDeps(config: Config, overrides: { database?: DatabaseHandle; clock?: Clock } = {}): Deps {
+export function createDeps(
+  config: Config,
+  overrides: { database?: DatabaseHandle; clock?: Clock; resolve?: Resolver } = {},
+): Deps {
   const database = overrides.database ?? openDatabase(config.database)
   const clock = overrides.clock ?? systemClock
   const metrics = createMetrics(database)
@@ -78,6 +86,7 @@ export function createDeps(config: Config, overrides: { database?: DatabaseHandl
     (kind) => metrics.rateLimitRejections.inc({ kind }),
   )
 
+  const secret = config.secret ?? localSecret(config)
   return {
     config,
     database,
@@ -87,7 +96,13 @@ export function createDeps(config: Config, overrides: { database?: DatabaseHandl
     rateLimiter,
     metrics,
     redis,
-    secret: config.secret ?? localSecret(config),
+    secret,
+    webhooks: {
+      db: database.db,
+      secretKey: webhookSecretKey(secret),
+      allowPrivateUrls: config.webhooks.allowPrivateUrls,
+      resolve: overrides.resolve ?? defaultResolver,
+    },
     async start() {
       if (redis) {
         // ioredis retries the first connection forever: give it 3 s, then say so plainly.

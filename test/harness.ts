@@ -17,6 +17,7 @@ import { migrateToLatest } from '../src/db/migrate.js'
 import type { Database } from '../src/db/schema.js'
 import { closeDeps, createDeps, type Deps } from '../src/deps.js'
 import type { Clock } from '../src/lib/clock.js'
+import type { Resolver } from '../src/webhooks/webhook-url.js'
 import type { TestDialect } from './dialects.js'
 import { pgliteDialect } from './pglite-dialect.js'
 
@@ -45,6 +46,8 @@ export async function createTestHarness(options: {
   dialect: TestDialect
   clock?: Clock
   env?: Record<string, string>
+  /** Host names for webhook URLs (test/static-resolver.ts): no test touches real DNS. */
+  resolve?: Resolver
 }): Promise<TestHarness> {
   // Rate limits are off unless a test turns them on: suites send hundreds of requests at once.
   const config = loadConfig({
@@ -58,7 +61,11 @@ export async function createTestHarness(options: {
   const { database, dispose } = await openTestDatabase(options.dialect, { migrated: true })
   // A no-op on the migrated PGlite dump, unless a migration was added since the global setup made it.
   await migrateToLatest(database)
-  const deps = createDeps(config, { database, ...(options.clock ? { clock: options.clock } : {}) })
+  const deps = createDeps(config, {
+    database,
+    ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.resolve ? { resolve: options.resolve } : {}),
+  })
   const app = await buildApp(deps, { logger: false })
   await app.ready()
 

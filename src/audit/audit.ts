@@ -7,7 +7,17 @@ import type { Db } from '../db/transaction.js'
 import { newId } from '../lib/ids.js'
 import { retryAfter, type SlidingWindow } from '../rate-limit/sliding-window.js'
 
-export type AuditAction = 'api_key.created' | 'api_key.rolled' | 'api_key.revoked'
+export type AuditAction =
+  | 'api_key.created'
+  | 'api_key.rolled'
+  | 'api_key.revoked'
+  | 'webhook_endpoint.created'
+  | 'webhook_endpoint.updated'
+  | 'webhook_endpoint.deleted'
+  | 'webhook_endpoint.secret_rolled'
+  | 'webhook_endpoint.secret_revealed'
+  | 'webhook_endpoint.test_sent'
+  | 'webhook_delivery.retried'
 
 /** Who acted: a signed-in person's user id and client address, or null for the command line. */
 export type AuditActor = { userId: string; ip: string } | null

@@ -6,6 +6,7 @@ import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../cont
 import type { EventSequenceTable, EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
 import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
+import type { WebhookDeliveriesTable, WebhookDispatchTable, WebhookEndpointsTable } from '../webhooks/webhooks.table.js'
 
 export interface Database {
   accounts: AccountsTable
@@ -22,4 +23,7 @@ export interface Database {
   idempotency_keys: IdempotencyKeysTable
   audit_log: AuditLogTable
   sign_in_failures: SignInFailuresTable
+  webhook_endpoints: WebhookEndpointsTable
+  webhook_deliveries: WebhookDeliveriesTable
+  webhook_dispatch: WebhookDispatchTable
 }

@@ -11,6 +11,8 @@ const CATALOGUE = {
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   contact_exists: { status: 409, title: 'Contact exists' },
+  endpoint_disabled: { status: 409, title: 'Endpoint disabled' },
+  quota_exceeded: { status: 403, title: 'Quota exceeded' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
   idempotency_key_reused: { status: 422, title: 'Idempotency key reused' },
   invalid_request: { status: 400, title: 'Invalid request' },

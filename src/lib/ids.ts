@@ -9,6 +9,7 @@ const ID_PREFIXES = {
   contact: 'con',
   event: 'evt',
   webhookEndpoint: 'we',
+  webhookDelivery: 'wd',
   request: 'req',
   user: 'usr',
 } as const

@@ -7,3 +7,4 @@ export * as m20261123T120000_contact_terms from './20261123T120000-contact-terms
 export * as m20261123T130000_audit_log from './20261123T130000-audit-log.js'
 export * as m20261123T140000_sign_in_failures from './20261123T140000-sign-in-failures.js'
 export * as m20261124T094444_event_feed_position from './20261124T094444-event-feed-position.js'
+export * as m20261124T110000_webhooks from './20261124T110000-webhooks.js'

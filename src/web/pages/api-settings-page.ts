@@ -46,6 +46,13 @@ const AUDIT_ACTIONS: Record<AuditAction, string> = {
   'api_key.created': 'Key created',
   'api_key.rolled': 'Key rolled',
   'api_key.revoked': 'Key revoked',
+  'webhook_endpoint.created': 'Webhook endpoint added',
+  'webhook_endpoint.updated': 'Webhook endpoint changed',
+  'webhook_endpoint.deleted': 'Webhook endpoint deleted',
+  'webhook_endpoint.secret_rolled': 'Webhook secret rolled',
+  'webhook_endpoint.secret_revealed': 'Webhook secret revealed',
+  'webhook_endpoint.test_sent': 'Webhook test event sent',
+  'webhook_delivery.retried': 'Webhook delivery resent',
 }
 
 export function apiSettingsPage(

@@ -1,0 +1,135 @@
+// Tenant-scoped delivery reads and the two ways a person adds an attempt: retry one delivery, or
+// send a test event. The worker's side of the queue is delivery-queue.ts.
+import { sql } from 'kysely'
+import type { Db, Trx } from '../db/transaction.js'
+import type { PageRow } from '../http/pagination.js'
+import { newId } from '../lib/ids.js'
+import { type ListDeliveriesFilters, toDelivery } from './deliveries.js'
+import { TEST_EVENT_TYPE } from './endpoints.js'
+import type { WebhookDeliveriesTable } from './webhooks.table.js'
+
+export type DeliveryRow = WebhookDeliveriesTable
+
+/** A page of one endpoint's deliveries, newest first (the log a person reads), serialized for sendPage. */
+export async function listDeliveryRows(
+  db: Db,
+  accountId: string,
+  endpointId: string,
+  options: ListDeliveriesFilters & { afterId: string | undefined; fetch: number },
+): Promise<PageRow[]> {
+  let query = db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+  if (options.status !== undefined) {
+    query = query.where('status', '=', options.status)
+  }
+  if (options.afterId !== undefined) {
+    query = query.where('id', '<', options.afterId)
+  }
+  const rows = await query.orderBy('id', 'desc').limit(options.fetch).execute()
+  return rows.map((row) => ({ id: row.id, body: JSON.stringify(toDelivery(row)) }))
+}
+
+export async function findDelivery(
+  db: Db,
+  accountId: string,
+  endpointId: string,
+  id: string,
+): Promise<DeliveryRow | undefined> {
+  return db
+    .selectFrom('webhook_deliveries')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+}
+
+/**
+ * One more attempt, now: whatever the delivery's status, unless an attempt is already under way
+ * (then that one is the attempt asked for). Returns the delivery as it is afterwards.
+ */
+export async function retryDelivery(trx: Trx, row: DeliveryRow, now: Date): Promise<DeliveryRow> {
+  if (row.lease_expires_at !== null && row.lease_expires_at > now.toISOString()) {
+    return row
+  }
+  const at = now.toISOString()
+  const changes = { status: 'retrying' as const, next_attempt_at: at, lease_expires_at: null }
+  await trx
+    .updateTable('webhook_deliveries')
+    .set(changes)
+    .where('account_id', '=', row.account_id)
+    .where('id', '=', row.id)
+    .execute()
+  await markDue(trx, row.account_id, row.endpoint_id, at)
+  return { ...row, ...changes }
+}
+
+/** Queues a `webhook.test` event for one endpoint, whatever it subscribes to. */
+export async function insertTestDelivery(
+  trx: Trx,
+  accountId: string,
+  endpointId: string,
+  now: Date,
+): Promise<DeliveryRow> {
+  const at = now.toISOString()
+  const eventId = newId('event', now.getTime())
+  const row: DeliveryRow = {
+    account_id: accountId,
+    id: newId('webhookDelivery', now.getTime()),
+    endpoint_id: endpointId,
+    event_id: eventId,
+    event_type: TEST_EVENT_TYPE,
+    event_created_at: at,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: at,
+    lease_expires_at: null,
+    last_attempt_at: null,
+    last_status_code: null,
+    last_duration_ms: null,
+    last_error: null,
+    last_response_excerpt: null,
+    payload: JSON.stringify({
+      type: TEST_EVENT_TYPE,
+      timestamp: at,
+      data: { object: { object: 'webhook_endpoint', id: endpointId } },
+    }),
+    created_at: at,
+  }
+  await trx.insertInto('webhook_deliveries').values(row).execute()
+  await markDue(trx, accountId, endpointId, at)
+  return row
+}
+
+/**
+ * Tells the worker that a delivery of the endpoint is due at `at`: only ever moves the endpoint's
+ * `due_at` earlier, so it is safe from any transaction (delivery-queue.ts explains the rule).
+ */
+export async function markDue(trx: Db, accountId: string, endpointId: string, at: string): Promise<void> {
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({ due_at: at })
+    .where('account_id', '=', accountId)
+    .where('id', '=', endpointId)
+    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '>', at)]))
+    .execute()
+}
+
+/** Deliveries created before `now` minus the retention, in batches (like purgeExpiredEvents). */
+export async function purgeExpiredDeliveries(db: Db, now: Date, retentionDays: number, batch = 1000): Promise<number> {
+  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000).toISOString()
+  let purged = 0
+  for (;;) {
+    const result = await sql`
+      delete from webhook_deliveries where (account_id, id) in (
+        select account_id, id from webhook_deliveries where created_at < ${cutoff} limit ${batch})`.execute(db)
+    const deleted = Number(result.numAffectedRows ?? 0)
+    purged += deleted
+    if (deleted < batch) {
+      return purged
+    }
+  }
+}

@@ -1,0 +1,79 @@
+// Webhook deliveries as the API shows them (DESIGN §12): one per event and endpoint, with the
+// outcome of its last attempt.
+import { type Static, Type } from '@sinclair/typebox'
+import { EVENT_TYPES } from '../events/events.js'
+import { ListQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { TEST_EVENT_TYPE } from './endpoints.js'
+import type { WebhookDeliveriesTable } from './webhooks.table.js'
+
+export const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const
+export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
+const DeliveryStatusSchema = Type.Union(
+  DELIVERY_STATUSES.map((s) => Type.Literal(s)),
+  {
+    description:
+      'pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled.',
+  },
+)
+
+export const WebhookDeliverySchema = Type.Object(
+  {
+    object: Type.Literal('webhook_delivery'),
+    id: PrefixedId('webhookDelivery'),
+    endpoint_id: PrefixedId('webhookEndpoint'),
+    event_id: PrefixedId('event'),
+    event_type: Type.Union([...EVENT_TYPES, TEST_EVENT_TYPE].map((t) => Type.Literal(t))),
+    status: DeliveryStatusSchema,
+    attempts: Type.Integer({ minimum: 0 }),
+    next_attempt_at: Nullable(Timestamp),
+    last_attempt: Nullable(
+      Type.Object(
+        {
+          at: Timestamp,
+          status_code: Nullable(Type.Integer({ description: "The receiver's HTTP status; null when none came." })),
+          duration_ms: Type.Integer({ minimum: 0 }),
+          error: Nullable(
+            Type.String({ description: 'Why it failed when the status does not say: timeout, connection refused, …' }),
+          ),
+          response_excerpt: Type.String({ description: 'At most the first 1 KB of the response body.' }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    created_at: Timestamp,
+  },
+  { $id: 'WebhookDelivery', additionalProperties: false },
+)
+export type WebhookDelivery = Static<typeof WebhookDeliverySchema>
+
+export const ListDeliveriesQuery = Type.Object(
+  { ...ListQuery, status: Type.Optional(DeliveryStatusSchema) },
+  { additionalProperties: false },
+)
+export type ListDeliveriesFilters = Omit<Static<typeof ListDeliveriesQuery>, 'limit' | 'after'>
+
+/** The API representation of a stored delivery. */
+export function toDelivery(row: WebhookDeliveriesTable): WebhookDelivery {
+  return {
+    object: 'webhook_delivery',
+    id: row.id,
+    endpoint_id: row.endpoint_id,
+    event_id: row.event_id,
+    event_type: row.event_type as WebhookDelivery['event_type'],
+    status: row.status,
+    attempts: row.attempts,
+    // While an attempt is under way: when it is made again if this one never reports (its lease).
+    next_attempt_at: row.next_attempt_at,
+    last_attempt:
+      row.last_attempt_at === null
+        ? null
+        : {
+            at: row.last_attempt_at,
+            status_code: row.last_status_code,
+            duration_ms: row.last_duration_ms ?? 0,
+            error: row.last_error,
+            response_excerpt: row.last_response_excerpt ?? '',
+          },
+    created_at: row.created_at,
+  }
+}

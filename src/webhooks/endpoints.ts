@@ -1,0 +1,115 @@
+// Webhook endpoints as the API shows them (DESIGN §12): the TypeBox schemas of the resource and
+// of its create and patch bodies, and the event types an endpoint can subscribe to.
+import { type Static, Type } from '@sinclair/typebox'
+import { EVENT_TYPES } from '../events/events.js'
+import { Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import type { WebhookEndpointsTable } from './webhooks.table.js'
+
+/** At most this many endpoints per account (403 quota_exceeded beyond). */
+export const ENDPOINTS_PER_ACCOUNT_MAX = 20
+export const ENDPOINT_URL_MAX = 2048
+export const ENDPOINT_DESCRIPTION_MAX = 256
+/** roll_secret's overlap: until then deliveries carry both signatures. */
+export const ROLL_OVERLAP_MAX_S = 604_800
+export const ROLL_OVERLAP_DEFAULT_S = 86_400
+
+/** The type of the event POST /webhook_endpoints/{id}/test sends: never in the feed, never subscribable. */
+export const TEST_EVENT_TYPE = 'webhook.test'
+
+const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))
+export const EndpointEvents = Type.Union(
+  [
+    Type.Tuple([Type.Literal('*')], { description: 'Every event type.' }),
+    Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
+  ],
+  { description: 'The event types sent to this endpoint, or ["*"] for all.' },
+)
+export type EndpointEvents = Static<typeof EndpointEvents>
+
+export const WebhookEndpointSchema = Type.Object(
+  {
+    object: Type.Literal('webhook_endpoint'),
+    id: PrefixedId('webhookEndpoint'),
+    url: Type.String({ format: 'uri', maxLength: ENDPOINT_URL_MAX }),
+    description: Nullable(Type.String({ maxLength: ENDPOINT_DESCRIPTION_MAX })),
+    events: EndpointEvents,
+    status: Type.Union([Type.Literal('enabled'), Type.Literal('disabled')]),
+    disabled_reason: Nullable(
+      Type.Union([Type.Literal('manual'), Type.Literal('failing'), Type.Literal('gone')], {
+        description:
+          'manual: disabled by PATCH; failing: 5 days of failed deliveries; gone: the receiver answered 410.',
+      }),
+    ),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'WebhookEndpoint', additionalProperties: false },
+)
+export type WebhookEndpoint = Static<typeof WebhookEndpointSchema>
+
+/** The create and roll_secret responses: the endpoint and, this once, its signing secret. */
+export const WebhookEndpointWithSecretSchema = Type.Object(
+  {
+    ...WebhookEndpointSchema.properties,
+    secret: Type.String({ pattern: '^whsec_', description: 'The signing secret. Shown in this response only.' }),
+  },
+  { $id: 'WebhookEndpointWithSecret', additionalProperties: false },
+)
+
+const Url = Type.String({ minLength: 1, maxLength: ENDPOINT_URL_MAX, description: 'An https URL on a public address.' })
+const Description = Nullable(Type.String({ maxLength: ENDPOINT_DESCRIPTION_MAX }))
+
+export const CreateEndpointBody = Type.Object(
+  {
+    url: Url,
+    description: Type.Optional(Description),
+    events: Type.Optional(EndpointEvents),
+  },
+  { additionalProperties: false },
+)
+export type CreateEndpointInput = Static<typeof CreateEndpointBody>
+
+export const PatchEndpointBody = Type.Object(
+  {
+    url: Type.Optional(Url),
+    description: Type.Optional(Description),
+    events: Type.Optional(EndpointEvents),
+    status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
+  },
+  { additionalProperties: false },
+)
+export type PatchEndpointInput = Static<typeof PatchEndpointBody>
+
+export const RollSecretBody = Type.Object(
+  {
+    expire_old_in_seconds: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: ROLL_OVERLAP_MAX_S,
+        default: ROLL_OVERLAP_DEFAULT_S,
+        description: 'How long the old secret still signs deliveries (0: not at all).',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+/** The API representation of a stored endpoint. */
+export function toEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
+  return {
+    object: 'webhook_endpoint',
+    id: row.id,
+    url: row.url,
+    description: row.description,
+    events: JSON.parse(row.events) as EndpointEvents,
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  }
+}
+
+/** Whether an endpoint subscribed with `events` receives an event of `type`. */
+export function subscribes(events: readonly string[], type: string): boolean {
+  return events.includes('*') || events.includes(type)
+}
