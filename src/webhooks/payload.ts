@@ -1,0 +1,25 @@
+// The body a delivery sends (DESIGN §12): `{"type","timestamp","data":{"object":…}}`, made from
+// the stored event, or the delivery's own payload for a webhook.test.
+import type { WebhookDeliveriesTable } from './webhooks.table.js'
+
+// recordEvent writes every event as {"object","id","type","created_at","data":{…}} with `data`
+// last, and no earlier member can contain this text: the data member is the event's tail.
+const DATA_MEMBER = ',"data":'
+
+/** The delivery body for a stored event's body (as events.body holds it). */
+export function eventPayload(eventBody: string): string {
+  const at = eventBody.indexOf(DATA_MEMBER)
+  if (at < 0 || !eventBody.endsWith('}')) {
+    throw new Error('stored event body is not in the form recordEvent writes')
+  }
+  const event = JSON.parse(eventBody.slice(0, at) + '}') as { type: string; created_at: string }
+  return `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.created_at)}${eventBody.slice(at)}`
+}
+
+/** The body of this delivery: its own payload, or its event's (undefined once the event is purged). */
+export function deliveryPayload(
+  delivery: Pick<WebhookDeliveriesTable, 'payload'>,
+  eventBody: string | undefined,
+): string | undefined {
+  return delivery.payload ?? (eventBody === undefined ? undefined : eventPayload(eventBody))
+}
