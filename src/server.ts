@@ -1,13 +1,20 @@
-// Starts the service: migrate, build, listen; on SIGTERM/SIGINT drain in-flight requests and close.
-import type { FastifyInstance } from 'fastify'
+// Starts the service: migrate, build, listen, deliver webhooks (WEBHOOK_WORKER); or, as
+// `contacts-api worker`, deliver webhooks with only /healthz, /readyz and /metrics. On SIGTERM/SIGINT
+// drain in-flight requests and attempts, then close.
+import Fastify, { type FastifyInstance } from 'fastify'
 import { hasAnyAccount } from './accounts/accounts.store.js'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
-import { closeDeps, createDeps } from './deps.js'
+import { closeDeps, createDeps, type Deps } from './deps.js'
 import { purgeExpiredEvents } from './events/events.store.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
+import { healthRoutes } from './observability/health.js'
+import { loggerOptions } from './observability/logger.js'
+import { installMetrics } from './observability/metrics.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
+import { purgeExpiredDeliveries } from './webhooks/deliveries.store.js'
+import { type DeliveryWorker, startDeliveryWorker } from './webhooks/delivery-worker.js'
 
 export interface RunningServer {
   app: FastifyInstance
@@ -16,7 +23,10 @@ export interface RunningServer {
   close(): Promise<void>
 }
 
-export async function startServer(config: Config): Promise<RunningServer> {
+/** `serve` answers the API and the web app; `worker` only delivers webhooks (and answers health and metrics). */
+export type Role = 'serve' | 'worker'
+
+export async function startServer(config: Config, role: Role = 'serve'): Promise<RunningServer> {
   const deps = createDeps(config)
   try {
     await deps.start()
@@ -25,7 +35,10 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await closeDeps(deps).catch(() => {})
     throw error
   }
-  const app = await buildApp(deps)
+  const app = role === 'serve' ? await buildApp(deps) : await buildWorkerApp(deps)
+  if (config.webhooks.allowPrivateUrls) {
+    app.log.warn('WEBHOOK_ALLOW_PRIVATE_URLS=true: webhooks may go to http: and private addresses (development only)')
+  }
   try {
     await app.listen({ port: config.port, host: config.host })
   } catch (error) {
@@ -35,13 +48,15 @@ export async function startServer(config: Config): Promise<RunningServer> {
     await closeDeps(deps).catch(() => {})
     throw error
   }
-  // Expired idempotency keys, sign-in failures and events past EVENT_RETENTION_DAYS are purged at
-  // start and then hourly (events in batches: see purgeExpiredEvents).
+  const worker = role === 'worker' || config.webhooks.worker ? deliveryWorker(deps, app) : undefined
+  // Expired idempotency keys, sign-in failures, and events and deliveries past EVENT_RETENTION_DAYS
+  // are purged at start and then hourly (events and deliveries in batches: see purgeExpiredEvents).
   const purge = () =>
     Promise.all([
       purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
       purgeSignInFailures(deps.database.db, deps.clock.now(), SIGN_IN_WINDOW_MS),
       purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
+      purgeExpiredDeliveries(deps.database.db, deps.clock.now(), config.eventRetentionDays),
     ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)
@@ -52,7 +67,7 @@ export async function startServer(config: Config): Promise<RunningServer> {
   const close = () => {
     // app.close() stops accepting, lets in-flight requests finish, then we close the database.
     clearInterval(purgeTimer)
-    closing ??= app.close().then(() => closeDeps(deps))
+    closing ??= Promise.all([app.close(), worker?.stop()]).then(() => closeDeps(deps))
     return closing
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -68,4 +83,27 @@ export async function startServer(config: Config): Promise<RunningServer> {
     })
   }
   return { app, address: config.apiUrl, hasAccounts, close }
+}
+
+/** What `contacts-api worker` answers: liveness, readiness and metrics, nothing of the API. */
+async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
+  const app = Fastify({ logger: loggerOptions(deps.config) })
+  installMetrics(app, deps.metrics)
+  await app.register(healthRoutes, { deps })
+  return app
+}
+
+function deliveryWorker(deps: Deps, app: FastifyInstance): DeliveryWorker {
+  const { webhooks } = deps.config
+  return startDeliveryWorker({
+    db: deps.database.db,
+    clock: deps.clock,
+    metrics: deps.metrics,
+    log: app.log,
+    secretKey: deps.webhooks.secretKey,
+    timeoutMs: webhooks.timeoutMs,
+    retryScheduleS: webhooks.retryScheduleS,
+    allowPrivateUrls: webhooks.allowPrivateUrls,
+    resolve: deps.webhooks.resolve,
+  })
 }

@@ -239,6 +239,11 @@ async function schemaOf(pglite: PGlite): Promise<string> {
   return rows[0]?.schema ?? ''
 }
 
+const SEEDED_ROWS: Record<string, string> = {
+  event_sequence: 'update event_sequence set last_position = 0',
+  webhook_dispatch: "update webhook_dispatch set tx_id = 0, event_id = ''",
+}
+
 /**
  * Empties every table (Kysely's migration records stay) and keeps the instance for the next harness;
  * closes it if its schema changed, or if that fails.
@@ -253,9 +258,12 @@ async function giveBack(pglite: PGlite): Promise<void> {
     const { rows } = await pglite.query<{ name: string }>(
       "select tablename as name from pg_tables where schemaname = current_schema() and tablename not like 'kysely\\_%'",
     )
-    if (rows.length > 0) {
-      await pglite.exec(`truncate ${rows.map((row) => `"${row.name}"`).join(', ')}`)
+    // The one-row tables the migrations seed keep their row, set back to where a new database starts.
+    const emptied = rows.filter((row) => !Object.hasOwn(SEEDED_ROWS, row.name))
+    if (emptied.length > 0) {
+      await pglite.exec(`truncate ${emptied.map((row) => `"${row.name}"`).join(', ')}`)
     }
+    await pglite.exec(Object.values(SEEDED_ROWS).join('; '))
     if (idlePglites.length >= IDLE_PGLITES_MAX) {
       await pglite.close()
       return

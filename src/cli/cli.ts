@@ -1,4 +1,4 @@
-// The contacts-api command line: serve, migrate, accounts and keys. Exit 2 on bad arguments.
+// The contacts-api command line: serve, worker, migrate, accounts and keys. Exit 2 on bad arguments.
 import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
@@ -15,6 +15,7 @@ export class UsageError extends Error {}
 const USAGE = `Usage: contacts-api <command> [options]
 
   serve                                   migrate, then serve the API (npm start)
+  worker                                  migrate, then deliver webhooks only (/healthz, /metrics)
   migrate [up|down --yes|status]          apply (default), roll back the last, or list migrations
   accounts create --name NAME             create an account and its first API key
   keys create --account ID [--name NAME] [--read-only] [--expires-at RFC3339]
@@ -70,6 +71,11 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
     throw error
   }
 
+  if (command === 'worker') {
+    const server = await startServer(config, 'worker')
+    io.err(`Contacts API webhook worker running (health and metrics on ${server.address})`)
+    return 0
+  }
   if (command === 'serve') {
     const server = await startServer(config)
     io.err(
@@ -105,7 +111,7 @@ function parse(argv: string[]) {
 type Values = ReturnType<typeof parse>['values']
 type Flag = Exclude<keyof Values, 'json' | 'help'>
 type Result = { text: string; json: unknown }
-type Prepared = 'serve' | ((deps: Deps) => Promise<Result>)
+type Prepared = 'serve' | 'worker' | ((deps: Deps) => Promise<Result>)
 
 interface CommandSpec {
   flags: Flag[]
@@ -138,6 +144,14 @@ const COMMANDS: Record<string, CommandSpec> = {
     prepare: (_values, args) => {
       noExtra(args)
       return 'serve'
+    },
+  },
+
+  worker: {
+    flags: [],
+    prepare: (_values, args) => {
+      noExtra(args)
+      return 'worker'
     },
   },
 

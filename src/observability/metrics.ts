@@ -1,5 +1,5 @@
 // Prometheus metrics (prom-client): requests by route and status, latency, the database pool,
-// rate-limit rejections. One registry per app, so several apps in one process never collide.
+// rate-limit rejections, webhook deliveries. One registry per app, so several apps in one process never collide.
 import type { FastifyInstance } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { DatabaseHandle } from '../db/database.js'
@@ -10,6 +10,10 @@ export interface Metrics {
   readonly httpDuration: Histogram<'method' | 'route'>
   readonly rateLimitRejections: Counter<'kind'>
   readonly rateLimitStoreErrors: Counter
+  /** Webhook delivery attempts by what the delivery became: succeeded, retrying, failed. */
+  readonly webhookDeliveries: Counter<'outcome'>
+  /** From an event's commit to its delivery's first attempt. */
+  readonly webhookDeliveryLag: Histogram
 }
 
 export function createMetrics(database: DatabaseHandle): Metrics {
@@ -30,6 +34,23 @@ export function createMetrics(database: DatabaseHandle): Metrics {
       },
     })
   }
+  new Gauge({
+    name: 'webhook_queue_depth',
+    help: 'Webhook deliveries not yet final (pending or retrying), across accounts',
+    registers: [registry],
+    async collect() {
+      // A scrape must answer while the database is away: the gauge is then left out of date.
+      const row = await database.db
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.countAll<number>().as('n'))
+        .where('next_attempt_at', 'is not', null)
+        .executeTakeFirst()
+        .catch(() => undefined)
+      if (row) {
+        this.set(Number(row.n))
+      }
+    },
+  })
   return {
     registry,
     httpRequests: new Counter({
@@ -54,6 +75,18 @@ export function createMetrics(database: DatabaseHandle): Metrics {
     rateLimitStoreErrors: new Counter({
       name: 'rate_limit_store_errors_total',
       help: 'Rate-limit checks skipped because the shared store (Redis) failed (fail open)',
+      registers: [registry],
+    }),
+    webhookDeliveries: new Counter({
+      name: 'webhook_deliveries_total',
+      help: 'Webhook delivery attempts by outcome (succeeded, retrying, failed)',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    webhookDeliveryLag: new Histogram({
+      name: 'webhook_delivery_lag_seconds',
+      help: "From an event's commit to the first attempt of its delivery",
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers: [registry],
     }),
   }

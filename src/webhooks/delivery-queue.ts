@@ -1,0 +1,373 @@
+// The delivery queue, as the worker sees it: the fan-out of events into deliveries, the claim of
+// due deliveries under a lease, and the record of each attempt. Every step is one short
+// transaction, safe with several workers on PostgreSQL and with a worker process beside the
+// server on SQLite.
+//
+// - Fan-out, off the write path: a write records its event only (events.ts). dispatchEvents walks
+//   the events feed in its commit order (feed-position.ts) from a cursor kept in webhook_dispatch,
+//   and adds one delivery per matching enabled endpoint, moving the cursor in the same
+//   transaction: each event fans out exactly once, whatever crashes.
+// - Scheduling, fair between endpoints: each endpoint keeps `due_at`, the earliest time one of its
+//   deliveries is due. Workers take endpoints in due_at order and claim at most a few deliveries of
+//   each, so one endpoint's backlog (a dead receiver, a flood of writes) delays only itself.
+//   The rule that keeps due_at right: anyone may move it earlier (markDue), only a claim, holding
+//   the endpoint's row, moves it later, to the next time something of the endpoint will be due.
+// - Leases: a claim sets next_attempt_at (and lease_expires_at) to now + lease. An attempt that
+//   never reports (its worker was killed) is simply due again then: nothing is lost, and a
+//   duplicate happens only after a lease has run out.
+import { type Kysely, sql } from 'kysely'
+import { dialectOf } from '../db/dialect.js'
+import type { Database } from '../db/schema.js'
+import type { Trx } from '../db/transaction.js'
+import { feedFence } from '../events/feed-position.js'
+import { newId } from '../lib/ids.js'
+import { type DeliveryRow, markDue } from './deliveries.store.js'
+import { subscribes } from './endpoints.js'
+import { disableEndpoint, type EndpointRow } from './endpoints.store.js'
+import type { DeliveryResult } from './webhook-post.js'
+
+/** Events one fan-out transaction takes at most. */
+export const DISPATCH_BATCH = 500
+/** Failing this long without a success disables an endpoint (`failing`). */
+export const FAILING_DISABLE_MS = 5 * 86_400_000
+
+/** Moves the next batch of events past the dispatch cursor into deliveries; returns how many events. */
+export async function dispatchEvents(db: Kysely<Database>, now: Date, batch = DISPATCH_BATCH): Promise<number> {
+  return db.transaction().execute(async (trx) => {
+    const cursor = await lockDispatchCursor(trx)
+    if (!cursor) {
+      return 0 // another worker is fanning out this moment
+    }
+    let query = trx
+      .selectFrom('events')
+      .select(['account_id', 'id', 'type', 'created_at', 'tx_id'])
+      .where(({ eb, refTuple, tuple }) => eb(refTuple('tx_id', 'id'), '>', tuple(cursor.tx_id, cursor.event_id)))
+    const fence = feedFence(trx)
+    if (fence !== undefined) {
+      query = query.where('tx_id', '<', fence)
+    }
+    const events = await query.orderBy('tx_id').orderBy('id').limit(batch).execute()
+    const last = events.at(-1)
+    if (!last) {
+      return 0
+    }
+    const accounts = [...new Set(events.map((event) => event.account_id))]
+    const endpoints = await trx
+      .selectFrom('webhook_endpoints')
+      .select(['account_id', 'id', 'events', 'created_at'])
+      .where('account_id', 'in', accounts)
+      .where('status', '=', 'enabled')
+      .execute()
+    if (endpoints.length > 0) {
+      const byAccount = new Map<string, Array<{ id: string; types: string[]; created_at: string }>>()
+      for (const endpoint of endpoints) {
+        const list = byAccount.get(endpoint.account_id) ?? []
+        list.push({ id: endpoint.id, types: JSON.parse(endpoint.events) as string[], created_at: endpoint.created_at })
+        byAccount.set(endpoint.account_id, list)
+      }
+      const at = now.toISOString()
+      const deliveries: DeliveryRow[] = []
+      for (const event of events) {
+        for (const endpoint of byAccount.get(event.account_id) ?? []) {
+          // An endpoint gets the events written from its creation on, not the backlog before it.
+          if (subscribes(endpoint.types, event.type) && endpoint.created_at <= event.created_at) {
+            deliveries.push(newDelivery(event, endpoint.id, at))
+          }
+        }
+      }
+      // 18 columns a row: 200 rows stay far below SQLite's 32,766 bound parameters.
+      for (let i = 0; i < deliveries.length; i += 200) {
+        await trx
+          .insertInto('webhook_deliveries')
+          .values(deliveries.slice(i, i + 200))
+          .execute()
+      }
+      const due = new Map(deliveries.map((delivery) => [`${delivery.account_id} ${delivery.endpoint_id}`, delivery]))
+      for (const delivery of due.values()) {
+        await markDue(trx, delivery.account_id, delivery.endpoint_id, at)
+      }
+    }
+    await trx
+      .updateTable('webhook_dispatch')
+      .set({ tx_id: last.tx_id, event_id: last.id })
+      .where('name', '=', 'events')
+      .execute()
+    return events.length
+  })
+}
+
+/**
+ * Takes the dispatch cursor for this transaction. PostgreSQL: the row lock, skipped if another
+ * worker holds it. SQLite: a write as the first statement takes the database's write lock at once
+ * (a read first could not be upgraded later if another process wrote in between).
+ */
+async function lockDispatchCursor(trx: Trx): Promise<{ tx_id: number; event_id: string } | undefined> {
+  if (dialectOf(trx) === 'postgres') {
+    const { rows } = await sql<{ tx_id: string; event_id: string }>`
+      select tx_id, event_id from webhook_dispatch where name = 'events' for update skip locked`.execute(trx)
+    const row = rows[0]
+    return row && { tx_id: Number(row.tx_id), event_id: row.event_id }
+  }
+  return trx
+    .updateTable('webhook_dispatch')
+    .set((eb) => ({ tx_id: eb.ref('tx_id') }))
+    .where('name', '=', 'events')
+    .returning(['tx_id', 'event_id'])
+    .executeTakeFirst()
+}
+
+function newDelivery(
+  event: { account_id: string; id: string; type: string; created_at: string },
+  endpointId: string,
+  at: string,
+): DeliveryRow {
+  return {
+    account_id: event.account_id,
+    id: newId('webhookDelivery'),
+    endpoint_id: endpointId,
+    event_id: event.id,
+    event_type: event.type,
+    event_created_at: event.created_at,
+    status: 'pending',
+    attempts: 0,
+    next_attempt_at: at,
+    lease_expires_at: null,
+    last_attempt_at: null,
+    last_status_code: null,
+    last_duration_ms: null,
+    last_error: null,
+    last_response_excerpt: null,
+    payload: null,
+    created_at: at,
+  }
+}
+
+export interface EndpointRef {
+  accountId: string
+  id: string
+}
+
+/** Enabled endpoints with a delivery due by `now`, the longest waiting first. */
+export async function dueEndpoints(db: Kysely<Database>, now: Date, limit: number): Promise<EndpointRef[]> {
+  const rows = await db
+    .selectFrom('webhook_endpoints')
+    .select(['account_id', 'id'])
+    .where('due_at', '<=', now.toISOString())
+    .where('status', '=', 'enabled')
+    .orderBy('due_at')
+    .limit(limit)
+    .execute()
+  return rows.map((row) => ({ accountId: row.account_id, id: row.id }))
+}
+
+/** A claimed delivery, with its event's body when it has one (null once the event is purged). */
+export type ClaimedDelivery = DeliveryRow & { event_body: string | null }
+
+export interface Claim {
+  endpoint: EndpointRow
+  deliveries: ClaimedDelivery[]
+}
+
+/**
+ * Claims up to `max` due deliveries of one enabled endpoint under a lease of `leaseMs`, and moves
+ * the endpoint's due_at to the next time something of it is due. Undefined when the endpoint is
+ * disabled, gone, or being claimed by another worker this moment.
+ */
+export async function claimDeliveries(
+  db: Kysely<Database>,
+  ref: EndpointRef,
+  now: Date,
+  max: number,
+  leaseMs: number,
+): Promise<Claim | undefined> {
+  return db.transaction().execute(async (trx) => {
+    const endpoint = await lockEndpoint(trx, ref)
+    if (!endpoint) {
+      return undefined
+    }
+    const at = now.toISOString()
+    const due = await trx
+      .selectFrom('webhook_deliveries as d')
+      .leftJoin('events as e', (join) =>
+        join.onRef('e.account_id', '=', 'd.account_id').onRef('e.id', '=', 'd.event_id'),
+      )
+      .selectAll('d')
+      .select('e.body as event_body')
+      .where('d.account_id', '=', ref.accountId)
+      .where('d.endpoint_id', '=', ref.id)
+      .where('d.next_attempt_at', '<=', at)
+      .orderBy('d.next_attempt_at')
+      .limit(max)
+      .execute()
+    const lease = new Date(now.getTime() + leaseMs).toISOString()
+    if (due.length > 0) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ next_attempt_at: lease, lease_expires_at: lease })
+        .where('account_id', '=', ref.accountId)
+        .where(
+          'id',
+          'in',
+          due.map((delivery) => delivery.id),
+        )
+        .execute()
+    }
+    // Whatever is left due now waits for a free slot: a completion moves due_at back (markDue).
+    const next = await trx
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+      .where('account_id', '=', ref.accountId)
+      .where('endpoint_id', '=', ref.id)
+      .where('next_attempt_at', '>', at)
+      .executeTakeFirst()
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ due_at: next?.at ?? null })
+      .where('account_id', '=', ref.accountId)
+      .where('id', '=', ref.id)
+      .execute()
+    return {
+      endpoint,
+      deliveries: due.map((delivery) => ({ ...delivery, next_attempt_at: lease, lease_expires_at: lease })),
+    }
+  })
+}
+
+/** The endpoint's row, locked for the claim (PostgreSQL: skipped if another worker holds it). */
+async function lockEndpoint(trx: Trx, ref: EndpointRef): Promise<EndpointRow | undefined> {
+  const query = trx
+    .selectFrom('webhook_endpoints')
+    .selectAll()
+    .where('account_id', '=', ref.accountId)
+    .where('id', '=', ref.id)
+    .where('status', '=', 'enabled')
+  if (dialectOf(trx) === 'postgres') {
+    return query.forUpdate().skipLocked().executeTakeFirst()
+  }
+  // SQLite: write first, to hold the write lock for the whole claim (see lockDispatchCursor).
+  return trx
+    .updateTable('webhook_endpoints')
+    .set((eb) => ({ due_at: eb.ref('due_at') }))
+    .where('account_id', '=', ref.accountId)
+    .where('id', '=', ref.id)
+    .where('status', '=', 'enabled')
+    .returningAll()
+    .executeTakeFirst()
+}
+
+export interface RetryPolicy {
+  /** WEBHOOK_RETRY_SCHEDULE: seconds before each retry. */
+  scheduleS: readonly number[]
+  /** [0, 1): the ±10 % jitter. */
+  random: () => number
+}
+
+export type AttemptStatus = 'succeeded' | 'retrying' | 'failed'
+
+export interface AttemptRecord {
+  /** What the delivery became; `stale` when its lease had run out and another attempt took it over. */
+  status: AttemptStatus | 'stale'
+  /** The endpoint was disabled by this attempt. */
+  disabled: 'gone' | 'failing' | null
+}
+
+/**
+ * Records one attempt's outcome: success; a retry per the schedule (with jitter); or failed, when
+ * retries are exhausted, the endpoint answered 410 (it is disabled, `gone`), or the endpoint has
+ * failed without a success for 5 days (disabled, `failing`). An attempt whose lease was taken over
+ * records nothing: the attempt that holds the delivery now will.
+ */
+export async function recordAttempt(
+  db: Kysely<Database>,
+  delivery: ClaimedDelivery,
+  startedAt: Date,
+  result: DeliveryResult,
+  policy: RetryPolicy,
+  now: Date,
+): Promise<AttemptRecord> {
+  return db.transaction().execute(async (trx) => {
+    const { account_id: accountId, endpoint_id: endpointId } = delivery
+    const at = now.toISOString()
+    const attempts = delivery.attempts + 1
+    let disabled: AttemptRecord['disabled'] = null
+    if (result.ok) {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: null })
+        .where('account_id', '=', accountId)
+        .where('id', '=', endpointId)
+        .where('failing_since', 'is not', null)
+        .execute()
+    } else if (result.statusCode === 410) {
+      disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
+    } else {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: at })
+        .where('account_id', '=', accountId)
+        .where('id', '=', endpointId)
+        .where('failing_since', 'is', null)
+        .execute()
+      const endpoint = await trx
+        .selectFrom('webhook_endpoints')
+        .select(['status', 'failing_since'])
+        .where('account_id', '=', accountId)
+        .where('id', '=', endpointId)
+        .executeTakeFirst()
+      const since = endpoint?.failing_since
+      if (since && now.getTime() - Date.parse(since) >= FAILING_DISABLE_MS) {
+        disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
+      }
+    }
+    const endpointStatus = await trx
+      .selectFrom('webhook_endpoints')
+      .select('status')
+      .where('account_id', '=', accountId)
+      .where('id', '=', endpointId)
+      .executeTakeFirst()
+    const delay = policy.scheduleS[attempts - 1]
+    let status: AttemptStatus
+    let nextAttemptAt: string | null = null
+    if (result.ok) {
+      status = 'succeeded'
+    } else if (delay === undefined || endpointStatus?.status !== 'enabled') {
+      status = 'failed'
+    } else {
+      status = 'retrying'
+      const jittered = delay * 1000 * (0.9 + 0.2 * policy.random())
+      nextAttemptAt = new Date(now.getTime() + jittered).toISOString()
+    }
+    const updated = await trx
+      .updateTable('webhook_deliveries')
+      .set({
+        status,
+        attempts,
+        next_attempt_at: nextAttemptAt,
+        lease_expires_at: null,
+        last_attempt_at: startedAt.toISOString(),
+        last_status_code: result.statusCode,
+        last_duration_ms: result.durationMs,
+        last_error: result.error,
+        last_response_excerpt: result.excerpt,
+      })
+      .where('account_id', '=', accountId)
+      .where('id', '=', delivery.id)
+      .where('lease_expires_at', '=', delivery.lease_expires_at)
+      .executeTakeFirst()
+    if (Number(updated.numUpdatedRows) === 0) {
+      return { status: 'stale', disabled }
+    }
+    // The endpoint may have more waiting: the claim moved due_at past them while this one was out.
+    const pending = await trx
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+      .where('account_id', '=', accountId)
+      .where('endpoint_id', '=', endpointId)
+      .where('next_attempt_at', 'is not', null)
+      .executeTakeFirst()
+    if (pending?.at) {
+      await markDue(trx, accountId, endpointId, pending.at)
+    }
+    return { status, disabled }
+  })
+}

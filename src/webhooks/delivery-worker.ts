@@ -1,0 +1,187 @@
+// The delivery worker: a loop that fans events out (delivery-queue.ts), claims due deliveries
+// endpoint by endpoint, sends each (webhook-post.ts, signed by signing.ts) and records the outcome.
+// It runs inside `serve` (WEBHOOK_WORKER=on) or alone as `contacts-api worker`; any number of
+// them can run against one database.
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import type { Clock } from '../lib/clock.js'
+import type { Metrics } from '../observability/metrics.js'
+import {
+  type Claim,
+  type ClaimedDelivery,
+  claimDeliveries,
+  DISPATCH_BATCH,
+  dispatchEvents,
+  dueEndpoints,
+  recordAttempt,
+} from './delivery-queue.js'
+import { type EndpointRow, liveSecrets } from './endpoints.store.js'
+import { deliveryPayload } from './payload.js'
+import { webhookHeaders } from './signing.js'
+import { type DeliveryResult, postWebhook } from './webhook-post.js'
+import type { Resolver } from './webhook-url.js'
+
+export interface DeliveryWorkerOptions {
+  db: Kysely<Database>
+  clock: Clock
+  metrics: Pick<Metrics, 'webhookDeliveries' | 'webhookDeliveryLag'>
+  log: { warn(object: object, message: string): void }
+  /** Decrypts endpoints' signing secrets (secrets.ts webhookSecretKey). */
+  secretKey: Buffer
+  timeoutMs: number
+  retryScheduleS: readonly number[]
+  allowPrivateUrls: boolean
+  resolve?: Resolver
+  /** How often to look for work when nothing woke the loop. */
+  pollMs?: number
+  /** Attempts under way at once, in all. */
+  concurrency?: number
+  /** Attempts under way at once to one endpoint: a slow or dead receiver holds no more slots than this. */
+  perEndpoint?: number
+  random?: () => number
+}
+
+export interface DeliveryWorker {
+  /** Look for work now (new events, a retry asked for, a slot freed). */
+  wake(): void
+  /** Stops claiming, waits for the attempts under way to be recorded. */
+  stop(): Promise<void>
+}
+
+export const WORKER_DEFAULTS = { pollMs: 100, concurrency: 64, perEndpoint: 8 } as const
+// An attempt lasts at most timeoutMs; the lease adds room for recording it before another worker
+// may take the delivery over.
+const LEASE_MARGIN_MS = 30_000
+const ERROR_BACKOFF_MS = 1000
+
+export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
+  const { db, clock, metrics, log } = options
+  const pollMs = options.pollMs ?? WORKER_DEFAULTS.pollMs
+  const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency
+  const perEndpoint = options.perEndpoint ?? WORKER_DEFAULTS.perEndpoint
+  const leaseMs = options.timeoutMs + LEASE_MARGIN_MS
+  const policy = { scheduleS: options.retryScheduleS, random: options.random ?? Math.random }
+  const inFlight = new Map<string, number>()
+  const attempts = new Set<Promise<void>>()
+  let inFlightTotal = 0
+  let stopped = false
+  let woken = false
+  let wakeUp: (() => void) | undefined
+
+  const wake = () => {
+    woken = true
+    wakeUp?.()
+  }
+
+  async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<void> {
+    const startedAt = clock.now()
+    if (delivery.attempts === 0) {
+      metrics.webhookDeliveryLag.observe(
+        Math.max(0, startedAt.getTime() - Date.parse(delivery.event_created_at)) / 1000,
+      )
+    }
+    const body = deliveryPayload(delivery, delivery.event_body ?? undefined)
+    let result: DeliveryResult
+    if (body === undefined) {
+      result = { ok: false, statusCode: null, durationMs: 0, excerpt: '', error: 'event expired' }
+    } else {
+      const headers = webhookHeaders({
+        eventId: delivery.event_id,
+        timestamp: startedAt,
+        body,
+        secrets: liveSecrets(endpoint, options.secretKey, startedAt),
+      })
+      result = await postWebhook({
+        url: endpoint.url,
+        headers,
+        body,
+        timeoutMs: options.timeoutMs,
+        allowPrivate: options.allowPrivateUrls,
+        ...(options.resolve ? { resolve: options.resolve } : {}),
+      })
+    }
+    const recorded = await recordAttempt(db, delivery, startedAt, result, policy, clock.now())
+    if (recorded.status !== 'stale') {
+      metrics.webhookDeliveries.inc({ outcome: recorded.status })
+    }
+  }
+
+  function start(endpoint: EndpointRow, delivery: ClaimedDelivery): void {
+    const key = `${endpoint.account_id} ${endpoint.id}`
+    inFlight.set(key, (inFlight.get(key) ?? 0) + 1)
+    inFlightTotal++
+    const attempt = send(endpoint, delivery)
+      .catch((error: unknown) => {
+        // Its lease runs out and another attempt is made: at least once, still.
+        log.warn({ err: error, delivery: delivery.id }, 'webhook attempt could not be recorded')
+      })
+      .finally(() => {
+        const left = (inFlight.get(key) ?? 1) - 1
+        if (left === 0) {
+          inFlight.delete(key)
+        } else {
+          inFlight.set(key, left)
+        }
+        inFlightTotal--
+        attempts.delete(attempt)
+        wake()
+      })
+    attempts.add(attempt)
+  }
+
+  async function tick(): Promise<void> {
+    while ((await dispatchEvents(db, clock.now())) === DISPATCH_BATCH && !stopped) {
+      // a backlog: fan it all out before claiming
+    }
+    const free = concurrency - inFlightTotal
+    if (free <= 0) {
+      return
+    }
+    for (const ref of await dueEndpoints(db, clock.now(), free)) {
+      const room = Math.min(
+        perEndpoint - (inFlight.get(`${ref.accountId} ${ref.id}`) ?? 0),
+        concurrency - inFlightTotal,
+      )
+      if (stopped || room <= 0) {
+        continue
+      }
+      const claim = await claimDeliveries(db, ref, clock.now(), room, leaseMs)
+      for (const delivery of claim ? claim.deliveries : []) {
+        start((claim as Claim).endpoint, delivery)
+      }
+    }
+  }
+
+  const loop = (async () => {
+    while (!stopped) {
+      woken = false
+      let pause = pollMs
+      try {
+        await tick()
+      } catch (error) {
+        log.warn({ err: error }, 'webhook worker: database unavailable, retrying')
+        pause = ERROR_BACKOFF_MS
+      }
+      if (!woken && !stopped) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, pause)
+          wakeUp = () => {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+        wakeUp = undefined
+      }
+    }
+  })()
+
+  return {
+    wake,
+    async stop() {
+      stopped = true
+      wakeUp?.()
+      await loop
+      await Promise.all([...attempts])
+    },
+  }
+}

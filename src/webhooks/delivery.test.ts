@@ -1,0 +1,384 @@
+// The delivery engine end to end on every dialect: contacts written through the API, delivered by
+// the worker to real local receivers, verified with the standardwebhooks package (a verifier
+// nobody here wrote). Retries run on a manual clock: the test moves time, the worker follows.
+import { Webhook } from 'standardwebhooks'
+import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
+import { createContact } from '../../test/helpers.js'
+import { startReceiver, type WebhookReceiver } from '../../test/webhook-receiver.js'
+import { manualClock } from '../lib/clock.js'
+import { type DeliveryWorker, startDeliveryWorker } from './delivery-worker.js'
+import { createEndpoint, retryEndpointDelivery, rollSecret, sendTestEvent } from './endpoint-lifecycle.js'
+import type { CreateEndpointInput } from './endpoints.js'
+import type { WebhookDeliveriesTable } from './webhooks.table.js'
+
+const SCHEDULE = [5, 300]
+
+describe.each(testDialects())('webhook delivery on %s', (dialect) => {
+  let t: TestHarness
+  let acme: TestAccount
+  let receiver: WebhookReceiver
+  let worker: DeliveryWorker | undefined
+  // Starts at the real time: receivers (standardwebhooks) refuse a timestamp minutes off.
+  let clock = manualClock(new Date())
+
+  beforeEach(async () => {
+    clock = manualClock(new Date())
+    t = await createTestHarness({
+      dialect,
+      clock,
+      env: {
+        WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
+        WEBHOOK_TIMEOUT_MS: '1000',
+        WEBHOOK_RETRY_SCHEDULE: SCHEDULE.join(','),
+      },
+    })
+    acme = await t.createAccount()
+    receiver = await startReceiver()
+  })
+  afterEach(async () => {
+    await worker?.stop()
+    worker = undefined
+    await receiver.close()
+    await t.close()
+  })
+
+  const startWorker = (options: { perEndpoint?: number; concurrency?: number } = {}) => {
+    const { config } = t.deps
+    worker = startDeliveryWorker({
+      db: t.db,
+      clock,
+      metrics: t.deps.metrics,
+      log: { warn: () => {} },
+      secretKey: t.deps.webhooks.secretKey,
+      timeoutMs: config.webhooks.timeoutMs,
+      retryScheduleS: config.webhooks.retryScheduleS,
+      allowPrivateUrls: true,
+      pollMs: 20,
+      random: () => 0.5, // no jitter: retry times are exact
+      ...options,
+    })
+    return worker
+  }
+  const addEndpoint = (account: TestAccount, input: Partial<CreateEndpointInput> & { path?: string } = {}) => {
+    const { path = '/hooks', ...rest } = input
+    return createEndpoint(
+      t.deps.webhooks,
+      account.id,
+      { url: `${receiver.url}${path}`, ...rest },
+      undefined,
+      clock.now(),
+    )
+  }
+  const deliveries = (endpointId: string): Promise<WebhookDeliveriesTable[]> =>
+    t.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).orderBy('id').execute()
+  const until = async <T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> => {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const value = await read()
+      if (done(value) || Date.now() > deadline) {
+        return value
+      }
+      await new Promise((resolve) => setTimeout(resolve, 10))
+    }
+  }
+  const advance = (seconds: number) => {
+    clock.advance(seconds * 1000)
+    worker?.wake()
+  }
+
+  it('delivers each change once, signed per Standard Webhooks, with the event as body', async () => {
+    const { endpoint, secret } = await addEndpoint(acme)
+    startWorker()
+    const contact = await createContact(t, acme, { email: 'ada@example.com' })
+    await t.inject(acme, { method: 'PATCH', url: `/api/v1/contacts/${contact.id}`, payload: { first_name: 'Ada' } })
+    await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${contact.id}` })
+    const got = await receiver.waitFor(3)
+    const events = (await t.inject(acme, { method: 'GET', url: '/api/v1/events' })).json().events as Array<{
+      id: string
+      type: string
+      created_at: string
+      data: unknown
+    }>
+    expect(got.map((d) => d.headers['webhook-id'])).toEqual(events.map((e) => e.id))
+    for (const [i, delivery] of got.entries()) {
+      const event = events[i]
+      // Throws unless the signature, id and timestamp check out.
+      const verified = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)
+      expect(verified).toEqual({ type: event?.type, timestamp: event?.created_at, data: event?.data })
+      expect(delivery.headers['content-type']).toBe('application/json')
+      expect(delivery.path).toBe('/hooks')
+    }
+    const rows = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows.every((row) => row.status === 'succeeded'),
+    )
+    expect(rows.map((row) => [row.event_type, row.status, row.attempts, row.last_status_code])).toEqual([
+      ['contact.created', 'succeeded', 1, 200],
+      ['contact.updated', 'succeeded', 1, 200],
+      ['contact.deleted', 'succeeded', 1, 200],
+    ])
+    expect(rows[0]?.last_response_excerpt).toBe('ok')
+    // Nothing more arrives: each change once.
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(receiver.received).toHaveLength(3)
+  })
+
+  it('sends only the subscribed event types, and nothing to a disabled endpoint', async () => {
+    const deletes = await addEndpoint(acme, { events: ['contact.deleted'], path: '/deletes' })
+    const off = await addEndpoint(acme, { path: '/off' })
+    await t.deps.webhooks.db
+      .updateTable('webhook_endpoints')
+      .set({ status: 'disabled', disabled_reason: 'manual' })
+      .where('id', '=', off.endpoint.id)
+      .execute()
+    startWorker()
+    const contact = await createContact(t, acme, { email: 'ada@example.com' })
+    await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${contact.id}` })
+    const [only] = await receiver.waitFor(1)
+    expect(JSON.parse(only?.body ?? '').type).toBe('contact.deleted')
+    expect(only?.path).toBe('/deletes')
+    await new Promise((resolve) => setTimeout(resolve, 150))
+    expect(receiver.received).toHaveLength(1)
+    expect(await deliveries(off.endpoint.id)).toEqual([])
+    expect(await deliveries(deletes.endpoint.id)).toHaveLength(1)
+  })
+
+  it('an endpoint gets the events written after its creation, not the backlog before it', async () => {
+    await createContact(t, acme, { email: 'before@example.com' })
+    clock.advance(1)
+    const { endpoint } = await addEndpoint(acme)
+    clock.advance(1)
+    await createContact(t, acme, { email: 'after@example.com' })
+    startWorker()
+    const [first] = await receiver.waitFor(1)
+    expect(JSON.parse(first?.body ?? '').data.object.email).toBe('after@example.com')
+    expect(await deliveries(endpoint.id)).toHaveLength(1)
+  })
+
+  it.each([
+    ['a 5xx', { status: 503, body: 'down' }, 503, null],
+    ['a redirect, never followed', { status: 302, headers: { location: '/elsewhere' } }, 302, 'redirect not followed'],
+    ['a dropped connection', 'close', null, 'connection reset'],
+  ] as const)('retries after %s on the schedule, then succeeds', async (_name, answer, code, error) => {
+    const { endpoint } = await addEndpoint(acme)
+    receiver.answer(answer)
+    startWorker()
+    await createContact(t, acme, { email: 'ada@example.com' })
+    await receiver.waitFor(1)
+    const [failed] = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'retrying',
+    )
+    expect(failed).toMatchObject({ status: 'retrying', attempts: 1, last_status_code: code, lease_expires_at: null })
+    if (error !== null) {
+      expect(failed?.last_error).toBe(error)
+    }
+    expect(Date.parse(failed?.next_attempt_at ?? '')).toBe(clock.now().getTime() + SCHEDULE[0]! * 1000)
+    receiver.answer({ status: 204 })
+    advance(4)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(receiver.received).toHaveLength(1) // not before its time
+    advance(1)
+    const got = await receiver.waitFor(2)
+    expect(got.map((d) => d.path)).toEqual(['/hooks', '/hooks']) // the redirect's target never called
+    expect(got[1]?.headers['webhook-id']).toBe(got[0]?.headers['webhook-id'])
+    const [done] = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'succeeded',
+    )
+    expect(done).toMatchObject({ status: 'succeeded', attempts: 2, last_status_code: 204, next_attempt_at: null })
+  })
+
+  it('a timeout and a refused connection are failures that retry', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    const closed = await startReceiver()
+    const refusedUrl = closed.url
+    await closed.close()
+    const refused = await createEndpoint(
+      t.deps.webhooks,
+      acme.id,
+      { url: `${refusedUrl}/hooks` },
+      undefined,
+      clock.now(),
+    )
+    receiver.answer('hang')
+    startWorker()
+    await createContact(t, acme, { email: 'ada@example.com' })
+    const rows = await until(
+      async () => [...(await deliveries(endpoint.id)), ...(await deliveries(refused.endpoint.id))],
+      (all) => all.length === 2 && all.every((row) => row.status === 'retrying'),
+      4000,
+    )
+    expect(rows.map((row) => [row.status, row.last_error, row.last_status_code])).toEqual([
+      ['retrying', 'timeout', null],
+      ['retrying', 'connection refused', null],
+    ])
+    expect(rows[0]?.last_duration_ms).toBeGreaterThanOrEqual(900)
+  })
+
+  it('fails for good once retries are exhausted; a manual retry makes one more attempt', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    receiver.answer({ status: 500 })
+    startWorker()
+    await createContact(t, acme, { email: 'ada@example.com' })
+    await receiver.waitFor(1)
+    await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'retrying',
+    )
+    advance(5)
+    await receiver.waitFor(2)
+    await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.attempts === 2,
+    )
+    advance(300)
+    await receiver.waitFor(3)
+    const [failed] = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'failed',
+    )
+    expect(failed).toMatchObject({ status: 'failed', attempts: 3, next_attempt_at: null })
+    advance(86_400)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(receiver.received).toHaveLength(3)
+
+    receiver.answer({ status: 200 })
+    await retryEndpointDelivery(t.deps.webhooks, acme.id, endpoint.id, failed?.id ?? '', undefined, clock.now())
+    worker?.wake()
+    await receiver.waitFor(4)
+    const [retried] = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'succeeded',
+    )
+    expect(retried).toMatchObject({ status: 'succeeded', attempts: 4 })
+  })
+
+  it('a 410 disables the endpoint at once (gone) and fails what was still to be sent', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    receiver.answer({ status: 410 })
+    await createContact(t, acme, { email: 'a@example.com' })
+    await createContact(t, acme, { email: 'b@example.com' })
+    startWorker({ perEndpoint: 1 })
+    const rows = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows.length === 2 && rows.every((row) => row.status === 'failed'),
+    )
+    expect(rows.map((row) => row.status)).toEqual(['failed', 'failed'])
+    const stored = await t.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('id', '=', endpoint.id)
+      .executeTakeFirst()
+    expect(stored).toMatchObject({ status: 'disabled', disabled_reason: 'gone' })
+    expect(receiver.received).toHaveLength(1)
+  })
+
+  it('only 5 days of failures disable an endpoint (failing); a success in between starts the count again', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    receiver.answer({ status: 500 })
+    startWorker()
+    const endpointRow = () =>
+      t.db.selectFrom('webhook_endpoints').selectAll().where('id', '=', endpoint.id).executeTakeFirstOrThrow()
+    await createContact(t, acme, { email: 'a@example.com' })
+    await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'retrying',
+    )
+    expect((await endpointRow()).failing_since).toBe(clock.now().toISOString())
+    clock.advance(4 * 86_400_000)
+    await createContact(t, acme, { email: 'b@example.com' })
+    await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[1]?.status === 'retrying',
+    )
+    expect((await endpointRow()).status).toBe('enabled')
+    clock.advance(86_400_000)
+    await createContact(t, acme, { email: 'c@example.com' })
+    await until(endpointRow, (row) => row.status === 'disabled')
+    expect(await endpointRow()).toMatchObject({ status: 'disabled', disabled_reason: 'failing' })
+    expect((await deliveries(endpoint.id)).every((row) => row.status === 'failed')).toBe(true)
+  })
+
+  it('a roll with overlap signs with both secrets until the overlap ends; without one, with the new only', async () => {
+    const { endpoint, secret: first } = await addEndpoint(acme)
+    const rolled = await rollSecret(t.deps.webhooks, acme.id, endpoint.id, 3600, undefined, clock.now())
+    startWorker()
+    await createContact(t, acme, { email: 'a@example.com' })
+    const [both] = await receiver.waitFor(1)
+    const headers = both?.headers as Record<string, string>
+    expect(headers['webhook-signature']?.split(' ')).toHaveLength(2)
+    expect(() => new Webhook(first).verify(both?.body ?? '', headers)).not.toThrow()
+    expect(() => new Webhook(rolled.secret).verify(both?.body ?? '', headers)).not.toThrow()
+
+    const now = await rollSecret(t.deps.webhooks, acme.id, endpoint.id, 0, undefined, clock.now())
+    await createContact(t, acme, { email: 'b@example.com' })
+    const [, single] = await receiver.waitFor(2)
+    const singleHeaders = single?.headers as Record<string, string>
+    expect(singleHeaders['webhook-signature']?.split(' ')).toHaveLength(1)
+    expect(() => new Webhook(now.secret).verify(single?.body ?? '', singleHeaders)).not.toThrow()
+    expect(() => new Webhook(rolled.secret).verify(single?.body ?? '', singleHeaders)).toThrow()
+  })
+
+  it('a test event goes to the endpoint whatever it subscribes to', async () => {
+    const { endpoint, secret } = await addEndpoint(acme, { events: ['contact.deleted'] })
+    startWorker()
+    const delivery = await sendTestEvent(t.deps.webhooks, acme.id, endpoint.id, undefined, clock.now())
+    worker?.wake()
+    const [got] = await receiver.waitFor(1)
+    const body = new Webhook(secret).verify(got?.body ?? '', got?.headers as Record<string, string>)
+    expect(body).toEqual({
+      type: 'webhook.test',
+      timestamp: clock.now().toISOString(),
+      data: { object: { object: 'webhook_endpoint', id: endpoint.id } },
+    })
+    expect(got?.headers['webhook-id']).toBe(delivery.event_id)
+  })
+
+  it("one account's hanging endpoint does not delay another account's deliveries", async () => {
+    const bob = await t.createAccount('Bob')
+    const slow = await startReceiver()
+    slow.answer('hang')
+    try {
+      await createEndpoint(t.deps.webhooks, acme.id, { url: `${slow.url}/slow` }, undefined, clock.now())
+      await addEndpoint(bob, { path: '/bob' })
+      startWorker({ perEndpoint: 2, concurrency: 8 })
+      for (let i = 0; i < 20; i++) {
+        await createContact(t, acme, { email: `a${i}@example.com` })
+      }
+      const started = Date.now()
+      await createContact(t, bob, { email: 'bob@example.com' })
+      await receiver.waitFor(1, 2000)
+      expect(Date.now() - started).toBeLessThan(800) // well within the hanging endpoint's 1 s timeout
+      expect(slow.received.length).toBeLessThanOrEqual(2) // its cap: two attempts at a time
+    } finally {
+      await worker?.stop()
+      worker = undefined
+      await slow.close()
+    }
+  })
+
+  it('over a random interleaving of two accounts, no event reaches the other account', async () => {
+    const bob = await t.createAccount('Bob')
+    await addEndpoint(acme, { path: '/acme' })
+    await addEndpoint(bob, { path: '/bob' })
+    startWorker()
+    const written = new Map<string, string>()
+    let seed = 7
+    for (let i = 0; i < 40; i++) {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      const account = seed % 2 ? acme : bob
+      const contact = await createContact(t, account, { email: `c${i}@example.com` })
+      written.set(contact.id, account === acme ? '/acme' : '/bob')
+    }
+    const got = await receiver.waitFor(40)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(receiver.received).toHaveLength(40)
+    for (const delivery of got) {
+      const id = JSON.parse(delivery.body).data.object.id as string
+      expect(delivery.path).toBe(written.get(id))
+    }
+  })
+})
