@@ -36,7 +36,7 @@ th { font-size:.85rem; color:var(--muted); font-weight:600; }
 .status.retrying { color:#6b4e00; border-color:#f0d58a; }
 pre.payload { background:#fff; border:1px solid var(--line); border-radius:6px; padding:.7rem; overflow-x:auto; white-space:pre-wrap; word-break:break-all; font-size:.85rem; }
 dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.3rem 1rem; margin:0; } dl.facts dt { color:var(--muted); } dl.facts dd { margin:0; }
-.actions-row { display:flex; gap:.6rem; flex-wrap:wrap; align-items:flex-end; } .actions-row form { margin:0; display:flex; gap:.4rem; align-items:flex-end; } .actions-row label { margin:0; }
+.actions-row { display:flex; gap:.6rem; flex-wrap:wrap; align-items:flex-end; } .actions-row form { margin:0; display:flex; gap:.4rem; align-items:flex-end; } .actions-row label { margin:0; } .actions-row select { width:auto; } .actions-row button { white-space:nowrap; }
 fieldset { border:1px solid var(--line); border-radius:6px; margin:.8rem 0; } legend { font-weight:600; }
 label.check { font-weight:400; margin:.2rem 0; } label.check input { margin-right:.3rem; }
 code,.mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:.9rem; }

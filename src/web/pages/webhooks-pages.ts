@@ -134,7 +134,7 @@ export function endpointPage(
     'Webhook endpoint',
     { ...context, section: 'api' },
     html`<p><a href="/app/${data.accountId}/settings/api">← API &amp; Webhooks</a></p>
-<h1 class="mono">${endpoint.url}</h1>
+<h1>Webhook endpoint <span class="mono">${endpoint.url}</span></h1>
 ${alerts(data)}
 <div class="card"><dl class="facts">
 <dt>Status</dt><dd>${endpointStatus(endpoint)}</dd>
