@@ -388,6 +388,37 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     ).toBe(404)
   })
 
+  it('past 20 endpoints the form says so (403), and a resend to a disabled endpoint is refused on its page', async () => {
+    const { client, accountId } = await signUp(t.app, 'hooks-quota@example.com')
+    let last = ''
+    for (let i = 0; i < 20; i++) {
+      last = (await addEndpoint(client, accountId, `https://hooks.example.com/${i}`)).endpointId
+    }
+    await client.get(`${hooks(accountId)}/new`)
+    const refused = await postForm(client, hooks(accountId), [
+      ['url', 'https://hooks.example.com/21'],
+      ['events', '*'],
+    ])
+    expect(refused.statusCode).toBe(403)
+    expect(refused.body).toContain('at most 20 webhook endpoints')
+    expect(refused.body).toContain('value="https://hooks.example.com/21"')
+
+    const url = `${hooks(accountId)}/${last}`
+    await client.get(url)
+    expect((await client.post(`${url}/test`, {})).statusCode).toBe(303)
+    const delivery = await t.db
+      .selectFrom('webhook_deliveries')
+      .select('id')
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow()
+    expect((await client.post(`${url}/status`, { status: 'disabled' })).statusCode).toBe(303)
+    await client.get(`${url}/deliveries/${delivery.id}`)
+    const resend = await client.post(`${url}/deliveries/${delivery.id}/retry`, {})
+    expect(resend.statusCode).toBe(409)
+    expect(resend.body).toContain('The endpoint is disabled')
+    expect(resend.body).toContain(`Delivery <span class="mono">${delivery.id}</span>`)
+  })
+
   it('deletes after confirmation', async () => {
     const { client, accountId } = await signUp(t.app, 'hooks-delete@example.com')
     const { endpointId } = await addEndpoint(client, accountId)

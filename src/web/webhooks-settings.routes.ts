@@ -34,7 +34,6 @@ import {
 import { type EndpointRow, findEndpoint, listEndpointRows } from '../webhooks/endpoints.store.js'
 import { deliveryPayload } from '../webhooks/payload.js'
 import { FormBody, formField, formValues } from './forms.js'
-import type { OVERLAP_CHOICES } from './pages/api-settings-page.js'
 import { errorPage } from './pages/layout.js'
 import {
   deleteEndpointPage,
@@ -43,6 +42,7 @@ import {
   endpointPage,
   newEndpointPage,
   rollNowConfirmPage,
+  type SECRET_OVERLAP_CHOICES,
   secretOncePage,
 } from './pages/webhooks-pages.js'
 import type { Render } from './render.js'
@@ -62,7 +62,7 @@ export async function listAccountEndpoints(db: Db, accountId: string): Promise<W
 const RECENT_DELIVERIES = 25
 /** How long the old secret still signs, per choice of the roll form (DESIGN §11: now / 1 h / 24 h / 7 d). */
 const OVERLAP_SECONDS = { now: 0, '1h': 3600, '24h': 86_400, '7d': 604_800 } as const satisfies Record<
-  keyof typeof OVERLAP_CHOICES,
+  keyof typeof SECRET_OVERLAP_CHOICES,
   number
 >
 // A Map, so a prototype name (`?notice=constructor`) is no notice.

@@ -6,8 +6,15 @@ import { EVENT_TYPES } from '../../events/events.js'
 import type { WebhookDelivery } from '../../webhooks/deliveries.js'
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html } from '../html.js'
-import { OVERLAP_CHOICES } from './api-settings-page.js'
 import { csrfInput, field, layout, type PageContext } from './layout.js'
+
+/** When a rolled secret stops signing (DESIGN §11: now / 1 h / 24 h / 7 d, as for keys). */
+export const SECRET_OVERLAP_CHOICES = {
+  now: 'Now',
+  '1h': 'In 1 hour',
+  '24h': 'In 24 hours',
+  '7d': 'In 7 days',
+} as const
 
 const when = (iso: string | null) =>
   iso
@@ -159,7 +166,7 @@ ${
 <form method="post" action="${url}/reveal">${csrfInput(context.csrf)}<button class="secondary" type="submit">Reveal signing secret</button></form>
 <form method="post" action="${url}/roll">${csrfInput(context.csrf)}
 <label class="hint" for="overlap">Old secret stops signing</label>
-<select id="overlap" name="overlap">${Object.entries(OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
+<select id="overlap" name="overlap">${Object.entries(SECRET_OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
 <button class="secondary" type="submit">Roll secret</button></form>
 <form method="post" action="${url}/status">${csrfInput(context.csrf)}<input type="hidden" name="status" value="${enabled ? 'disabled' : 'enabled'}"><button class="secondary" type="submit">${enabled ? 'Disable endpoint' : 'Enable endpoint'}</button></form>
 <a class="button secondary" href="${url}/delete">Delete…</a>
