@@ -109,7 +109,7 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     const { location } = await addEndpoint(client, accountId)
     const sealed = client.cookies.get('secret_once') as string
     const other = await signUp(t.app, 'hooks-seal-other@example.com')
-    // Another session of the same account's owner would not do either: a new sign-in.
+    // Another person (an admin of the account) with the cookie copied over sees no secret.
     await addMembership(
       t.db,
       accountId,
