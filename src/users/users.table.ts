@@ -7,7 +7,8 @@ export interface UsersTable {
   created_at: string
 }
 
-export type Role = 'owner' | 'member'
+/** DESIGN §11: owner (everything), admin (keys, webhooks, contacts), member (contacts only). */
+export type Role = 'owner' | 'admin' | 'member'
 
 export interface MembershipsTable {
   account_id: string

@@ -23,6 +23,7 @@ import {
 } from './pages/api-settings-page.js'
 import type { Render } from './render.js'
 import { accountContext } from './request-context.js'
+import { canManageWebhooks, listAccountEndpoints } from './webhooks-settings.routes.js'
 
 const HOUR = 3600 * 1000
 type ExpiryChoice = keyof typeof EXPIRY_CHOICES
@@ -42,7 +43,10 @@ const DURATION_MS = {
 const isChoiceOf = <T extends object>(choices: T, value: string): value is Extract<keyof T, string> =>
   Object.hasOwn(choices, value)
 // A Map, so a prototype name (`?notice=constructor`) is no notice.
-const NOTICES = new Map([['revoked', 'The key was revoked.']])
+const NOTICES = new Map([
+  ['revoked', 'The key was revoked.'],
+  ['endpoint-deleted', 'The webhook endpoint was deleted.'],
+])
 
 // The routes' inputs. Every input gets a page, so one that fails its schema (a JSON field that is not
 // text, a multipart body) is attached to the request (attachValidation), never answered with the
@@ -80,10 +84,15 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     return { rows, days }
   }
 
-  /** What the settings page shows: keys with their daily requests, and the recent key activity. */
-  async function pageData(accountId: string, now: Date) {
-    const [{ rows, days }, activity] = await Promise.all([keyRows(accountId, now), listAudit(db, accountId, 10)])
-    return { accountId, keys: rows, days, now, activity }
+  /** What the settings page shows: keys with their daily requests, the recent activity, the webhook endpoints. */
+  async function pageData(request: FastifyRequest, now: Date) {
+    const { account, role } = accountContext(request)
+    const [{ rows, days }, activity, endpoints] = await Promise.all([
+      keyRows(account.id, now),
+      listAudit(db, account.id, 10),
+      canManageWebhooks(role) ? listAccountEndpoints(db, account.id) : undefined,
+    ])
+    return { accountId: account.id, keys: rows, days, now, activity, endpoints }
   }
 
   async function findKeyOr404(accountId: string, keyId: string) {
@@ -119,10 +128,9 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     '/settings/api',
     { schema: { querystring: SettingsQuery }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
       const now = deps.clock.now()
       const notice = NOTICES.get(request.query.notice ?? '')
-      const data = await pageData(account.id, now)
+      const data = await pageData(request, now)
       return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
     },
   )
@@ -138,7 +146,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const badName = name.length === 0 || name.length > KEY_NAME_MAX
       const expires = values.expires
       if (badName || !isChoiceOf(EXPIRY_CHOICES, expires) || !['full', 'read'].includes(values.scope)) {
-        const data = await pageData(account.id, now)
+        const data = await pageData(request, now)
         const error = badName
           ? `Give the key a name of 1 to ${KEY_NAME_MAX} characters.`
           : 'Choose the access and expiry from the lists.'

@@ -32,7 +32,13 @@ th { font-size:.85rem; color:var(--muted); font-weight:600; }
 .alert.ok { background:#e8f5ec; border-color:#b9e0c6; color:var(--ok); }
 .alert.warn { background:#fff7e0; border-color:#f0d58a; color:#6b4e00; }
 .status { font-size:.8rem; padding:.1rem .45rem; border-radius:999px; border:1px solid var(--line); }
-.status.active { color:var(--ok); border-color:#b9e0c6; } .status.revoked,.status.expired { color:var(--danger); border-color:#f5c2bd; }
+.status.active,.status.enabled,.status.succeeded { color:var(--ok); border-color:#b9e0c6; } .status.revoked,.status.expired,.status.disabled,.status.failed { color:var(--danger); border-color:#f5c2bd; }
+.status.retrying { color:#6b4e00; border-color:#f0d58a; }
+pre.payload { background:#fff; border:1px solid var(--line); border-radius:6px; padding:.7rem; overflow-x:auto; white-space:pre-wrap; word-break:break-all; font-size:.85rem; }
+dl.facts { display:grid; grid-template-columns:max-content 1fr; gap:.3rem 1rem; margin:0; } dl.facts dt { color:var(--muted); } dl.facts dd { margin:0; }
+.actions-row { display:flex; gap:.6rem; flex-wrap:wrap; align-items:flex-end; } .actions-row form { margin:0; display:flex; gap:.4rem; align-items:flex-end; } .actions-row label { margin:0; } .actions-row select { width:auto; } .actions-row button { white-space:nowrap; }
+fieldset { border:1px solid var(--line); border-radius:6px; margin:.8rem 0; } legend { font-weight:600; }
+label.check { font-weight:400; margin:.2rem 0; } label.check input { margin-right:.3rem; }
 code,.mono { font-family:ui-monospace,SFMono-Regular,Menlo,monospace; font-size:.9rem; }
 td.mono { white-space:nowrap; }
 .secret { display:flex; gap:.5rem; } .secret input { font-family:ui-monospace,monospace; }

@@ -538,7 +538,7 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       )
       expect(JSON.parse(log[1]?.detail ?? '{}')).toMatchObject({ name: 'Production', new_key_id: newKeyId })
       const page = (await client.get(`/app/${accountId}/settings/api`)).body
-      expect(page).toContain('Recent key activity')
+      expect(page).toContain('Recent activity')
       expect(page.match(/<td>Key (created|rolled|revoked)<\/td>/g)).toEqual([
         '<td>Key revoked</td>',
         '<td>Key rolled</td>',

@@ -19,6 +19,7 @@ import { errorPage } from './pages/layout.js'
 import { createRender } from './render.js'
 import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
 import { isValidCsrf } from './session.js'
+import { webhooksSettingsRoutes } from './webhooks-settings.routes.js'
 
 export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
   const secure = deps.config.appUrl.startsWith('https:')
@@ -124,6 +125,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
         async (accountScope) => {
           requireMembership(accountScope)
           await accountScope.register(apiSettingsRoutes, { deps, render })
+          await accountScope.register(webhooksSettingsRoutes, { deps, render, cookieOptions })
           await accountScope.register(contactsPagesRoutes, { deps, render })
           await accountScope.register(contactsCsvRoutes, { deps, render })
           await accountScope.register(membersRoutes, { deps, render })

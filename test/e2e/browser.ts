@@ -3,6 +3,7 @@ import { existsSync, mkdirSync } from 'node:fs'
 import path from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { type Browser, chromium, type Page } from 'playwright-core'
+import type { Resolver } from '../../src/webhooks/webhook-url.js'
 import { createTestHarness, type TestHarness } from '../harness.js'
 
 export const CHROMIUM = '/usr/bin/chromium'
@@ -28,8 +29,9 @@ export interface E2E {
   close(): Promise<void>
 }
 
-export async function startE2E(): Promise<E2E> {
-  const t = await createTestHarness({ dialect: 'sqlite' })
+/** `resolve`: host names for webhook URLs (test/static-resolver.ts), so no test touches real DNS. */
+export async function startE2E(options: { resolve?: Resolver } = {}): Promise<E2E> {
+  const t = await createTestHarness({ dialect: 'sqlite', ...options })
   const base = await t.app.listen({ port: 0, host: '127.0.0.1' })
   const browser = await chromium.launch({
     executablePath: CHROMIUM,

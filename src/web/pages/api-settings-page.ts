@@ -1,10 +1,12 @@
 // Settings → "API & Webhooks": the keys table with usage, the create form, key-shown-once,
-// revoke confirmation.
+// revoke confirmation, the recent activity, and the webhook endpoints (webhooks-pages.ts).
 import type { ApiKey } from '../../api-keys/api-keys.store.js'
 import { keyState } from '../../api-keys/api-keys.store.js'
 import type { AuditAction, AuditRecord } from '../../audit/audit.js'
+import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html, raw } from '../html.js'
 import { csrfInput, field, layout, type PageContext } from './layout.js'
+import { webhooksSection } from './webhooks-pages.js'
 
 export const USAGE_DAYS = 14
 export const EXPIRY_CHOICES = {
@@ -63,13 +65,18 @@ export function apiSettingsPage(
     days: string[]
     now: Date
     activity: AuditRecord[]
+    /** The account's webhook endpoints; undefined when this person may not manage them. */
+    endpoints: WebhookEndpoint[] | undefined
     notice?: string
     values?: { name?: string }
     error?: string
   },
 ): Html {
   const { accountId } = data
-  const keyNames = new Map(data.keys.map(({ key }) => [key.id, key.name]))
+  const targetNames = new Map([
+    ...data.keys.map(({ key }): [string, string] => [key.id, key.name]),
+    ...(data.endpoints ?? []).map((endpoint): [string, string] => [endpoint.id, endpoint.url]),
+  ])
   return layout(
     'API & Webhooks',
     { ...context, section: 'api' },
@@ -113,21 +120,20 @@ ${csrfInput(context.csrf)}
 <div class="shrink"><button type="submit">Create key</button></div>
 </div></form></div>
 
-<h2>Recent key activity</h2>
+<h2>Recent activity</h2>
 ${
   data.activity.length === 0
     ? html`<p class="hint">No key has been issued, rolled or revoked here yet.</p>`
     : html`<div class="table-wrap"><table class="activity">
-<thead><tr><th>When</th><th>What</th><th>Key</th><th>Who</th><th class="optional">From</th></tr></thead>
+<thead><tr><th>When</th><th>What</th><th>Key or endpoint</th><th>Who</th><th class="optional">From</th></tr></thead>
 <tbody>${data.activity.map(
         (entry) => html`<tr><td>${date(entry.at)}</td><td>${AUDIT_ACTIONS[entry.action]}</td>
-<td>${keyNames.get(entry.targetId) ?? entry.targetId}</td><td>${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
+<td>${targetNames.get(entry.targetId) ?? entry.targetId}</td><td>${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
 <td class="optional mono">${entry.ip ?? ''}</td></tr>`,
       )}</tbody></table></div>`
 }
 
-<h2>Webhooks</h2>
-<p class="hint">Webhook endpoints will be managed here. Meanwhile every change is available from <code>GET /api/v1/events</code>.</p>`,
+${webhooksSection(accountId, data.endpoints)}`,
   )
 }
 

@@ -1,0 +1,438 @@
+// Settings → "API & Webhooks", the webhooks half, under /app/:accountId/settings/api/webhooks: add an
+// endpoint (its secret shown once after the redirect), the endpoint page (reveal, roll, enable or
+// disable, delete, send a test event, recent deliveries), and one delivery (its request, its
+// response, resend). Owners and admins only (DESIGN §11). Every change goes through
+// webhooks/endpoint-lifecycle.ts with the signed-in person as actor, so it is audited in its own
+// transaction, exactly as the API's changes are made.
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { AuditActor } from '../audit/audit.js'
+import type { Db } from '../db/transaction.js'
+import type { Deps } from '../deps.js'
+import { EVENT_TYPES } from '../events/events.js'
+import { AppError } from '../http/errors.js'
+import { toDelivery, type WebhookDelivery } from '../webhooks/deliveries.js'
+import { findDelivery, listDeliveryRows } from '../webhooks/deliveries.store.js'
+import {
+  changeEndpoint,
+  createEndpoint,
+  removeEndpoint,
+  retryEndpointDelivery,
+  revealEndpointSecret,
+  rollSecret,
+  sendTestEvent,
+} from '../webhooks/endpoint-lifecycle.js'
+import {
+  ENDPOINT_DESCRIPTION_MAX,
+  ENDPOINT_URL_MAX,
+  ENDPOINTS_PER_ACCOUNT_MAX,
+  type EndpointEvents,
+  toEndpoint,
+  type WebhookEndpoint,
+} from '../webhooks/endpoints.js'
+import { type EndpointRow, findEndpoint, listEndpointRows } from '../webhooks/endpoints.store.js'
+import { deliveryPayload } from '../webhooks/payload.js'
+import { FormBody, formField, formValues } from './forms.js'
+import { errorPage } from './pages/layout.js'
+import {
+  deleteEndpointPage,
+  deliveryPage,
+  type EndpointFormValues,
+  endpointPage,
+  newEndpointPage,
+  rollNowConfirmPage,
+  type SECRET_OVERLAP_CHOICES,
+  secretOncePage,
+} from './pages/webhooks-pages.js'
+import type { Render } from './render.js'
+import { type AccountContext, accountContext } from './request-context.js'
+import { createSecretOnce } from './secret-once.js'
+import type { CookieOptions } from './session.js'
+
+/** Owners and admins manage webhooks; members work with contacts only (DESIGN §11). */
+export const canManageWebhooks = (role: AccountContext['role']): boolean => role === 'owner' || role === 'admin'
+
+/** The account's endpoints (at most ENDPOINTS_PER_ACCOUNT_MAX), oldest first. */
+export async function listAccountEndpoints(db: Db, accountId: string): Promise<WebhookEndpoint[]> {
+  const rows = await listEndpointRows(db, accountId, { afterId: undefined, fetch: ENDPOINTS_PER_ACCOUNT_MAX })
+  return rows.map((row) => JSON.parse(row.body) as WebhookEndpoint)
+}
+
+const RECENT_DELIVERIES = 25
+/** How long the old secret still signs, per choice of the roll form (DESIGN §11: now / 1 h / 24 h / 7 d). */
+const OVERLAP_SECONDS = { now: 0, '1h': 3600, '24h': 86_400, '7d': 604_800 } as const satisfies Record<
+  keyof typeof SECRET_OVERLAP_CHOICES,
+  number
+>
+// A Map, so a prototype name (`?notice=constructor`) is no notice.
+const NOTICES = new Map([
+  ['enabled', 'The endpoint is enabled.'],
+  ['disabled', 'The endpoint is disabled: nothing is sent to it until it is enabled again.'],
+  ['test-sent', 'A webhook.test event is queued for this endpoint.'],
+  ['resent', 'One more attempt of this delivery is queued.'],
+  ['deleted', 'The webhook endpoint was deleted.'],
+])
+
+const NoticeQuery = Type.Object({ notice: Type.Optional(Type.String()) })
+const EndpointParams = Type.Object({ accountId: Type.String(), endpointId: Type.String() })
+const DeliveryParams = Type.Object({ accountId: Type.String(), endpointId: Type.String(), deliveryId: Type.String() })
+const CREATE_FIELDS = ['url', 'description'] as const
+const CreateForm = FormBody([...CREATE_FIELDS, 'events'])
+const ROLL_FIELDS = ['overlap', 'confirm'] as const
+const RollForm = FormBody(ROLL_FIELDS)
+const STATUS_FIELDS = ['status'] as const
+const StatusForm = FormBody(STATUS_FIELDS)
+const EmptyForm = FormBody([])
+
+export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
+  deps: Deps
+  render: Render
+  cookieOptions: CookieOptions
+}> = async (app, { deps, render, cookieOptions }) => {
+  const { db } = deps.database
+  const secretOnce = createSecretOnce(deps.secret, cookieOptions)
+  const prefix = (accountId: string) => `/app/${accountId}/settings/api/webhooks`
+
+  // Before any handler: a member reads nothing here and changes nothing (the CSRF check ran earlier).
+  app.addHook('preHandler', async (request, reply) => {
+    if (!canManageWebhooks(accountContext(request).role)) {
+      return render(
+        request,
+        reply,
+        (c) => errorPage(403, 'Not allowed', 'Only owners and admins of this account manage webhook endpoints.', c),
+        403,
+      )
+    }
+  })
+
+  const actorOf = (request: FastifyRequest): AuditActor => ({ userId: accountContext(request).user.id, ip: request.ip })
+
+  async function endpointOr404(accountId: string, endpointId: string): Promise<EndpointRow> {
+    const row = await findEndpoint(db, accountId, endpointId)
+    if (!row) {
+      throw new AppError('not_found', 'No webhook endpoint with this id exists in this account.')
+    }
+    return row
+  }
+
+  /** The previous secret's end, while it still signs. */
+  const oldSecretUntil = (row: EndpointRow, now: Date): string | null =>
+    row.previous_secret !== null &&
+    row.previous_secret_expires_at !== null &&
+    row.previous_secret_expires_at > now.toISOString()
+      ? row.previous_secret_expires_at
+      : null
+
+  async function showEndpoint(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    row: EndpointRow,
+    extra: { revealed?: string; notice?: string; error?: string } = {},
+    status = 200,
+  ) {
+    const now = deps.clock.now()
+    const rows = await listDeliveryRows(db, row.account_id, row.id, { afterId: undefined, fetch: RECENT_DELIVERIES })
+    const deliveries = rows.map((r) => JSON.parse(r.body) as WebhookDelivery)
+    return render(
+      request,
+      reply,
+      (c) =>
+        endpointPage(c, {
+          accountId: row.account_id,
+          endpoint: toEndpoint(row),
+          deliveries,
+          oldSecretUntil: oldSecretUntil(row, now),
+          ...extra,
+        }),
+      status,
+    )
+  }
+
+  /** Runs a lifecycle action; an AppError (other than not_found) is shown on the endpoint page. */
+  async function orShowError<T>(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    row: EndpointRow,
+    action: () => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; reply: FastifyReply }> {
+    try {
+      return { ok: true, value: await action() }
+    } catch (error) {
+      if (!(error instanceof AppError) || error.code === 'not_found') {
+        throw error
+      }
+      const fresh = (await findEndpoint(db, row.account_id, row.id)) ?? row
+      return { ok: false, reply: await showEndpoint(request, reply, fresh, { error: error.message }, 409) }
+    }
+  }
+
+  /** Redirects to the page that shows a new secret once. */
+  function redirectToSecret(request: FastifyRequest, reply: FastifyReply, row: EndpointRow, secret: string) {
+    const page = `${prefix(row.account_id)}/${row.id}/secret`
+    secretOnce.put(request, reply, page, row.id, secret, deps.clock.now())
+    return reply.redirect(page, 303)
+  }
+
+  app.get('/settings/api/webhooks/new', async (request, reply) => {
+    const { account } = accountContext(request)
+    return render(request, reply, (c) => newEndpointPage(c, { accountId: account.id }))
+  })
+
+  app.post(
+    '/settings/api/webhooks',
+    { schema: { body: CreateForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const fields = formValues(request, CREATE_FIELDS)
+      const url = fields.url.trim()
+      const description = fields.description.trim()
+      const events = checkedEvents(formField(request.body, 'events'))
+      const values: EndpointFormValues = { url: fields.url, description: fields.description, events: events.checked }
+      const again = (problem: { error?: string; urlError?: string }, status: number) =>
+        render(request, reply, (c) => newEndpointPage(c, { accountId: account.id, values, ...problem }), status)
+      if (url.length === 0 || url.length > ENDPOINT_URL_MAX) {
+        return again({ urlError: `Enter the endpoint’s https URL (at most ${ENDPOINT_URL_MAX} characters).` }, 400)
+      }
+      if (!events.ok) {
+        return again({ error: events.error }, 400)
+      }
+      if (description.length > ENDPOINT_DESCRIPTION_MAX) {
+        return again({ error: `Keep the description to ${ENDPOINT_DESCRIPTION_MAX} characters.` }, 400)
+      }
+      try {
+        const { endpoint, secret } = await createEndpoint(
+          deps.webhooks,
+          account.id,
+          { url, description: description === '' ? null : description, events: events.value },
+          actorOf(request),
+          deps.clock.now(),
+        )
+        return redirectToSecret(request, reply, endpoint, secret)
+      } catch (error) {
+        if (!(error instanceof AppError)) {
+          throw error
+        }
+        return error.code === 'invalid_parameter'
+          ? again({ urlError: sentence(error.message) }, 400)
+          : again({ error: error.message }, error.code === 'quota_exceeded' ? 403 : 400)
+      }
+    },
+  )
+
+  app.get(
+    '/settings/api/webhooks/:endpointId/secret',
+    { schema: { params: EndpointParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      const now = deps.clock.now()
+      const secret = secretOnce.take(request, reply, `${prefix(account.id)}/${row.id}/secret`, row.id, now)
+      return render(request, reply, (c) =>
+        secretOncePage(c, {
+          accountId: account.id,
+          endpoint: toEndpoint(row),
+          secret,
+          oldSecretUntil: oldSecretUntil(row, now),
+        }),
+      )
+    },
+  )
+
+  app.get(
+    '/settings/api/webhooks/:endpointId',
+    { schema: { params: EndpointParams, querystring: NoticeQuery }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      const notice = NOTICES.get(typeof request.query?.notice === 'string' ? request.query.notice : '')
+      return showEndpoint(request, reply, row, notice ? { notice } : {})
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/reveal',
+    { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      const revealed = await revealEndpointSecret(deps.webhooks, account.id, row.id, actorOf(request), deps.clock.now())
+      return showEndpoint(request, reply, row, { revealed })
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/roll',
+    { schema: { params: EndpointParams, body: RollForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { overlap, confirm } = formValues(request, ROLL_FIELDS)
+      if (!Object.hasOwn(OVERLAP_SECONDS, overlap)) {
+        return showEndpoint(request, reply, row, { error: 'Choose when the old secret stops signing.' }, 400)
+      }
+      const seconds = OVERLAP_SECONDS[overlap as keyof typeof OVERLAP_SECONDS]
+      // Rolling with no overlap breaks the receiver until it has the new secret: one more click.
+      if (seconds === 0 && confirm !== 'yes') {
+        return render(request, reply, (c) =>
+          rollNowConfirmPage(c, { accountId: account.id, endpoint: toEndpoint(row) }),
+        )
+      }
+      const { endpoint, secret } = await rollSecret(
+        deps.webhooks,
+        account.id,
+        row.id,
+        seconds,
+        actorOf(request),
+        deps.clock.now(),
+      )
+      return redirectToSecret(request, reply, endpoint, secret)
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/status',
+    { schema: { params: EndpointParams, body: StatusForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { status } = formValues(request, STATUS_FIELDS)
+      if (status !== 'enabled' && status !== 'disabled') {
+        return showEndpoint(request, reply, row, { error: 'Choose to enable or disable the endpoint.' }, 400)
+      }
+      const done = await orShowError(request, reply, row, () =>
+        changeEndpoint(deps.webhooks, account.id, row.id, { status }, actorOf(request), deps.clock.now()),
+      )
+      return done.ok ? reply.redirect(`${prefix(account.id)}/${row.id}?notice=${status}`, 303) : done.reply
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/test',
+    { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      const done = await orShowError(request, reply, row, () =>
+        sendTestEvent(deps.webhooks, account.id, row.id, actorOf(request), deps.clock.now()),
+      )
+      return done.ok ? reply.redirect(`${prefix(account.id)}/${row.id}?notice=test-sent`, 303) : done.reply
+    },
+  )
+
+  app.get(
+    '/settings/api/webhooks/:endpointId/delete',
+    { schema: { params: EndpointParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const row = await endpointOr404(account.id, request.params.endpointId)
+      return render(request, reply, (c) => deleteEndpointPage(c, { accountId: account.id, endpoint: toEndpoint(row) }))
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/delete',
+    { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      await removeEndpoint(deps.webhooks, account.id, request.params.endpointId, actorOf(request), deps.clock.now())
+      return reply.redirect(`/app/${account.id}/settings/api?notice=endpoint-deleted`, 303)
+    },
+  )
+
+  app.get(
+    '/settings/api/webhooks/:endpointId/deliveries/:deliveryId',
+    { schema: { params: DeliveryParams, querystring: NoticeQuery }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const notice = NOTICES.get(typeof request.query?.notice === 'string' ? request.query.notice : '')
+      return showDelivery(request, reply, account.id, request.params, notice ? { notice } : {})
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/deliveries/:deliveryId/retry',
+    { schema: { params: DeliveryParams, body: EmptyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const { endpointId, deliveryId } = request.params
+      const deliveryUrl = `${prefix(account.id)}/${endpointId}/deliveries/${deliveryId}`
+      try {
+        await retryEndpointDelivery(
+          deps.webhooks,
+          account.id,
+          endpointId,
+          deliveryId,
+          actorOf(request),
+          deps.clock.now(),
+        )
+      } catch (error) {
+        if (!(error instanceof AppError) || error.code === 'not_found') {
+          throw error
+        }
+        return showDelivery(request, reply, account.id, request.params, { error: error.message }, 409)
+      }
+      return reply.redirect(`${deliveryUrl}?notice=resent`, 303)
+    },
+  )
+
+  async function showDelivery(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    accountId: string,
+    params: { endpointId: string; deliveryId: string },
+    extra: { notice?: string; error?: string },
+    status = 200,
+  ) {
+    const row = await endpointOr404(accountId, params.endpointId)
+    const delivery = await findDelivery(db, accountId, row.id, params.deliveryId)
+    if (!delivery) {
+      throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
+    }
+    const event =
+      delivery.payload === null
+        ? await db
+            .selectFrom('events')
+            .select('body')
+            .where('account_id', '=', accountId)
+            .where('id', '=', delivery.event_id)
+            .executeTakeFirst()
+        : undefined
+    return render(
+      request,
+      reply,
+      (c) =>
+        deliveryPage(c, {
+          accountId,
+          endpoint: toEndpoint(row),
+          delivery: toDelivery(delivery),
+          body: deliveryPayload(delivery, event?.body),
+          ...extra,
+        }),
+      status,
+    )
+  }
+}
+
+type CheckedEvents =
+  | { ok: true; value: EndpointEvents; checked: string[] }
+  | { ok: false; error: string; checked: string[] }
+
+/** The event checkboxes: "all" (`*`), or one or more of the types. */
+function checkedEvents(raw: unknown): CheckedEvents {
+  const checked = (Array.isArray(raw) ? raw : [raw]).filter((v): v is string => typeof v === 'string')
+  if (checked.includes('*')) {
+    return { ok: true, value: ['*'], checked: ['*'] }
+  }
+  const types = EVENT_TYPES.filter((type) => checked.includes(type))
+  if (types.length === 0 || types.length !== new Set(checked).size) {
+    return { ok: false, error: 'Choose all events, or at least one event type from the list.', checked }
+  }
+  return { ok: true, value: types as EndpointEvents, checked }
+}
+
+/** "url must use https" → "The URL must use https." */
+function sentence(message: string): string {
+  const text = message.replace(/^url /, 'The URL ')
+  return /[.!?]$/.test(text) ? text : `${text}.`
+}
