@@ -349,6 +349,9 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_terms: ['account_id', 'term', 'contact_id'],
       events: ['account_id', 'id'],
       event_sequence: ['name'],
+      webhook_endpoints: ['account_id', 'id'],
+      webhook_deliveries: ['account_id', 'id'],
+      webhook_dispatch: ['name'],
     })
     expect(sqlite?.foreignKeys).toEqual({
       accounts: [],
@@ -365,6 +368,9 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_terms: [['account_id', 'contact_id']],
       events: [['account_id']],
       event_sequence: [],
+      webhook_endpoints: [['account_id']],
+      webhook_deliveries: [['account_id', 'endpoint_id']],
+      webhook_dispatch: [],
     })
     expect(sqlite?.uniqueIndexes).toEqual({
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },

@@ -19,4 +19,7 @@ export const TABLES = [
   'sessions',
   'sign_in_failures',
   'users',
+  'webhook_deliveries',
+  'webhook_dispatch',
+  'webhook_endpoints',
 ]

@@ -242,7 +242,8 @@ async function lockEndpoint(trx: Trx, ref: EndpointRef): Promise<EndpointRow | u
     .where('id', '=', ref.id)
     .where('status', '=', 'enabled')
   if (dialectOf(trx) === 'postgres') {
-    return query.forUpdate().skipLocked().executeTakeFirst()
+    // NO KEY UPDATE: the fan-out's inserts (their foreign key's KEY SHARE lock) need not wait for it.
+    return query.forNoKeyUpdate().skipLocked().executeTakeFirst()
   }
   // SQLite: write first, to hold the write lock for the whole claim (see lockDispatchCursor).
   return trx
@@ -284,6 +285,8 @@ export async function recordAttempt(
   result: DeliveryResult,
   policy: RetryPolicy,
   now: Date,
+  /** No retry can succeed (the event was purged): fail without one. */
+  final = false,
 ): Promise<AttemptRecord> {
   return db.transaction().execute(async (trx) => {
     const { account_id: accountId, endpoint_id: endpointId } = delivery
@@ -330,7 +333,7 @@ export async function recordAttempt(
     let nextAttemptAt: string | null = null
     if (result.ok) {
       status = 'succeeded'
-    } else if (delay === undefined || endpointStatus?.status !== 'enabled') {
+    } else if (final || delay === undefined || endpointStatus?.status !== 'enabled') {
       status = 'failed'
     } else {
       status = 'retrying'

@@ -83,6 +83,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     const body = deliveryPayload(delivery, delivery.event_body ?? undefined)
     let result: DeliveryResult
     if (body === undefined) {
+      // Its event was purged (EVENT_RETENTION_DAYS) before it could be sent: nothing left to send.
       result = { ok: false, statusCode: null, durationMs: 0, excerpt: '', error: 'event expired' }
     } else {
       const headers = webhookHeaders({
@@ -100,7 +101,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         ...(options.resolve ? { resolve: options.resolve } : {}),
       })
     }
-    const recorded = await recordAttempt(db, delivery, startedAt, result, policy, clock.now())
+    const recorded = await recordAttempt(db, delivery, startedAt, result, policy, clock.now(), body === undefined)
     if (recorded.status !== 'stale') {
       metrics.webhookDeliveries.inc({ outcome: recorded.status })
     }

@@ -381,4 +381,37 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
       expect(delivery.path).toBe(written.get(id))
     }
   })
+
+  it('counts attempts by outcome, the lag to the first attempt and the queue depth in /metrics', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    const metric = async (name: string): Promise<number> => {
+      const text = (await t.app.inject({ method: 'GET', url: '/metrics' })).body
+      const line = text.split('\n').find((l) => l.startsWith(`${name} `))
+      return Number(line?.split(' ')[1] ?? Number.NaN)
+    }
+    const before = {
+      succeeded: await metric('webhook_deliveries_total{outcome="succeeded"}'),
+      lag: await metric('webhook_delivery_lag_seconds_count'),
+    }
+    await createContact(t, acme, { email: 'a@example.com' })
+    await createContact(t, acme, { email: 'b@example.com' })
+    receiver.answer({ status: 500 })
+    startWorker()
+    await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows.every((row) => row.status === 'retrying'),
+    )
+    expect(await metric('webhook_queue_depth')).toBe(2)
+    receiver.answer({ status: 200 })
+    advance(5)
+    await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows.every((row) => row.status === 'succeeded'),
+    )
+    expect(await metric('webhook_deliveries_total{outcome="succeeded"}')).toBe((before.succeeded || 0) + 2)
+    expect(await metric('webhook_deliveries_total{outcome="retrying"}')).toBeGreaterThanOrEqual(2)
+    // The lag counts first attempts only: two deliveries, two observations, retries not again.
+    expect(await metric('webhook_delivery_lag_seconds_count')).toBe((before.lag || 0) + 2)
+    expect(await metric('webhook_queue_depth')).toBe(0)
+  })
 })
