@@ -196,6 +196,11 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     '/:id/roll_secret',
     {
+      // No body at all is an empty one: every field has its default.
+      preValidation: (request, _reply, done) => {
+        request.body ??= {}
+        done()
+      },
       schema: {
         operationId: 'rollWebhookEndpointSecret',
         summary: 'Roll the signing secret',
@@ -210,7 +215,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const overlap = request.body?.expire_old_in_seconds ?? ROLL_OVERLAP_DEFAULT_S
+      const overlap = request.body.expire_old_in_seconds ?? ROLL_OVERLAP_DEFAULT_S
       const rolled = await rollSecret(
         deps.webhooks,
         authOf(request).account.id,
@@ -273,7 +278,8 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       return sendPage(
         reply,
         deps.secret,
-        { list: `deliveries:${endpointId}`, accountId, filters },
+        // The endpoint is part of the query: a cursor from one endpoint's list is refused on another's.
+        { list: 'deliveries', accountId, filters: { ...filters, endpoint_id: endpointId } },
         { limit, after },
         (position) => listDeliveryRows(db, accountId, endpointId, { ...filters, ...position }),
       )
