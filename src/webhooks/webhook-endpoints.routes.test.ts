@@ -480,6 +480,36 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
     })
   })
 
+  describe('bad input on every route', () => {
+    it('an unknown query parameter → 400 naming it, nothing written', async () => {
+      const acme = await t.createAccount()
+      const created = await create(acme)
+      const delivery = (await t.inject(acme, { method: 'POST', url: `${BASE}/${created.id}/test` })).json()
+      const at = `${BASE}/${created.id}`
+      const before = JSON.stringify(await t.db.selectFrom('webhook_endpoints').selectAll().execute())
+      for (const request of [
+        { method: 'GET' as const, url: BASE },
+        { method: 'POST' as const, url: BASE, payload: { url: 'https://hooks.example.com/q' } },
+        { method: 'GET' as const, url: at },
+        { method: 'PATCH' as const, url: at, payload: { description: 'q' } },
+        { method: 'DELETE' as const, url: at },
+        { method: 'POST' as const, url: `${at}/roll_secret`, payload: {} },
+        { method: 'POST' as const, url: `${at}/test` },
+        { method: 'GET' as const, url: `${at}/deliveries` },
+        { method: 'GET' as const, url: `${at}/deliveries/${delivery.id}` },
+        { method: 'POST' as const, url: `${at}/deliveries/${delivery.id}/retry` },
+      ]) {
+        const res = await t.inject(acme, { ...request, url: `${request.url}?dry_run=true` })
+        expect(expectProblem(res, 400, 'invalid_parameter').errors, request.url).toEqual([
+          { field: 'dry_run', message: 'is not a known field' },
+        ])
+      }
+      expect(JSON.stringify(await t.db.selectFrom('webhook_endpoints').selectAll().execute())).toBe(before)
+      const deliveries = (await t.inject(acme, { method: 'GET', url: `${at}/deliveries` })).json().deliveries
+      expect(deliveries).toEqual([delivery])
+    })
+  })
+
   describe('OpenAPI', () => {
     it('documents a webhooks section: one POST per event type, bodies referencing the Contact component', async () => {
       const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
