@@ -9,6 +9,13 @@ const TIMESTAMP = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const SECRET = /^whsec_[A-Za-z0-9+/]{43}=$/
 const BASE = '/api/v1/webhook_endpoints'
 
+/** What the tests read of an entry of the OpenAPI document's `webhooks`. */
+interface WebhookOperation {
+  operationId: string
+  parameters: Array<{ name: string; in: string }>
+  requestBody: { content: Record<string, { schema: { $ref: string } }> }
+}
+
 const resolve = staticResolver({
   'hooks.example.com': ['93.184.216.34'],
   'other.example.com': ['93.184.216.34', '2606:2800:220:1:248:1893:25c8:1946'],
@@ -516,15 +523,15 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
       expect(Object.keys(doc.webhooks).sort()).toEqual(
         ['contact.created', 'contact.deleted', 'contact.updated', 'webhook.test'].sort(),
       )
-      for (const [type, item] of Object.entries(doc.webhooks as Record<string, { post: Record<string, any> }>)) {
+      for (const [type, item] of Object.entries(doc.webhooks as Record<string, { post: WebhookOperation }>)) {
         const post = item.post
         expect(post.operationId, type).toEqual(expect.any(String))
-        expect(post.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+        expect(post.parameters.map((p) => `${p.in}:${p.name}`)).toEqual([
           'header:webhook-id',
           'header:webhook-timestamp',
           'header:webhook-signature',
         ])
-        const ref: string = post.requestBody.content['application/json'].schema.$ref
+        const ref = post.requestBody.content['application/json']?.schema.$ref ?? ''
         const name = ref.replace('#/components/schemas/', '')
         const body = doc.components.schemas[name]
         expect(body.required).toEqual(['type', 'timestamp', 'data'])
