@@ -18,6 +18,7 @@ import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactKeys } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { webRoutes } from './web/web.routes.js'
+import { webhookEndpointsRoutes } from './webhooks/webhook-endpoints.routes.js'
 
 /** Fastify's form of TRUST_PROXY: a hop count becomes "the nearest n hops" (proxy-addr's own reading of a number). */
 function trustProxyOption(
@@ -99,6 +100,7 @@ export async function buildApp(
       await api.register(accountsRoutes, { deps })
       await api.register(contactsRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })
+      await api.register(webhookEndpointsRoutes, { prefix: '/webhook_endpoints', deps })
     },
     { prefix: '/api/v1' },
   )

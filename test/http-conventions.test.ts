@@ -9,6 +9,7 @@ import { closeDeps, createDeps } from '../src/deps.js'
 import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness, testConfig } from './harness.js'
 import { expectProblem } from './helpers.js'
+import { staticResolver } from './static-resolver.js'
 
 // ajv-formats is CommonJS; under NodeNext its default export is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -36,7 +37,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
   let t: TestHarness
   let acme: TestAccount
   beforeAll(async () => {
-    t = await createTestHarness({ dialect })
+    t = await createTestHarness({ dialect, resolve: staticResolver({ 'hooks.example.com': ['93.184.216.34'] }) })
     acme = await t.createAccount()
   })
   afterAll(() => t.close())
@@ -169,6 +170,16 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         'DELETE /api/v1/contacts/{id}',
         'GET /api/v1/events',
         'GET /api/v1/events/{id}',
+        'GET /api/v1/webhook_endpoints',
+        'POST /api/v1/webhook_endpoints',
+        'GET /api/v1/webhook_endpoints/{id}',
+        'PATCH /api/v1/webhook_endpoints/{id}',
+        'DELETE /api/v1/webhook_endpoints/{id}',
+        'POST /api/v1/webhook_endpoints/{id}/roll_secret',
+        'POST /api/v1/webhook_endpoints/{id}/test',
+        'GET /api/v1/webhook_endpoints/{id}/deliveries',
+        'GET /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}',
+        'POST /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
         'GET /healthz',
         'GET /readyz',
       ].sort(),
@@ -176,13 +187,27 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     // Every documented operation answers (no documented route that does not exist).
     for (const entry of documented) {
       const [method, path] = entry.split(' ') as [string, string]
-      const url = path.replace('{id}', 'con_01M00000000000000000000000')
-      const payload = method === 'POST' || method === 'PATCH' ? { payload: { email: 'doc@example.com' } } : {}
+      const url = path
+        .replace('{id}', 'con_01M00000000000000000000000')
+        .replace('{delivery_id}', 'wd_01M00000000000000000000000')
+      const webhooks = path.startsWith('/api/v1/webhook_endpoints')
+      const body = !webhooks
+        ? { email: 'doc@example.com' }
+        : path === '/api/v1/webhook_endpoints'
+          ? { url: 'https://hooks.example.com/doc' }
+          : method === 'PATCH'
+            ? { description: 'doc' }
+            : path.endsWith('/roll_secret')
+              ? {}
+              : undefined
+      const payload = (method === 'POST' || method === 'PATCH') && body ? { payload: body } : {}
       const answer = await t.inject(acme, { method: method as 'GET', url, ...payload })
       expect(answer.statusCode, entry).toBeLessThan(500)
       if (answer.statusCode === 404) {
-        // The contact (or event) is unknown, but the route exists.
-        expect(answer.json().detail, entry).toMatch(/^No (contact|event) with this id exists in this account\.$/)
+        // The contact (event, webhook endpoint) is unknown, but the route exists.
+        expect(answer.json().detail, entry).toMatch(
+          /^No (contact|event|webhook endpoint) with this id exists in this account\.$/,
+        )
       } else {
         expect(answer.statusCode, entry).toBeLessThan(300)
       }

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
+import { openApiWebhooks } from '../webhooks/openapi-webhooks.js'
 import { ERROR_CODES, statusOf, titleOf } from './errors.js'
 import { operationsProblems } from './openapi-responses.js'
 
@@ -47,6 +48,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       tags: [
         { name: 'api', description: 'The public API: every operation needs a bearer API key.' },
         { name: 'operations', description: 'Health probes for load balancers and orchestrators; no key.' },
+        {
+          name: 'webhooks',
+          description: 'What this API sends to a webhook endpoint: one signed POST per event (Standard Webhooks).',
+        },
       ],
       components: {
         securitySchemes: {
@@ -80,6 +85,20 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       }
       const { problems, ...operation } = probe
       return { schema: { ...schema, ...operation, response: { ...(schema.response as object), ...problems } }, url }
+    },
+    // The webhooks a receiver gets, and the named schemas their bodies reference (DESIGN §12).
+    transformObject: (document) => {
+      if (!('openapiObject' in document)) {
+        return document.swaggerObject
+      }
+      const { openapiObject } = document
+      const { schemas, webhooks } = openApiWebhooks()
+      const components = openapiObject.components ?? {}
+      return {
+        ...openapiObject,
+        components: { ...components, schemas: { ...components.schemas, ...schemas } },
+        webhooks,
+      } as typeof openapiObject
     },
   })
   await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } })

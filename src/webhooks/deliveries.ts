@@ -24,18 +24,31 @@ export const WebhookDeliverySchema = Type.Object(
     event_id: PrefixedId('event'),
     event_type: Type.Union([...EVENT_TYPES, TEST_EVENT_TYPE].map((t) => Type.Literal(t))),
     status: DeliveryStatusSchema,
-    attempts: Type.Integer({ minimum: 0 }),
+    attempts: Type.Integer({ format: 'int32', minimum: 0, maximum: 2_147_483_647 }),
     next_attempt_at: Nullable(Timestamp),
     last_attempt: Nullable(
       Type.Object(
         {
           at: Timestamp,
-          status_code: Nullable(Type.Integer({ description: "The receiver's HTTP status; null when none came." })),
-          duration_ms: Type.Integer({ minimum: 0 }),
-          error: Nullable(
-            Type.String({ description: 'Why it failed when the status does not say: timeout, connection refused, …' }),
+          status_code: Nullable(
+            Type.Integer({
+              format: 'int32',
+              minimum: 100,
+              maximum: 999,
+              description: "The receiver's HTTP status; null when none came.",
+            }),
           ),
-          response_excerpt: Type.String({ description: 'At most the first 1 KB of the response body.' }),
+          duration_ms: Type.Integer({ format: 'int32', minimum: 0, maximum: 2_147_483_647 }),
+          error: Nullable(
+            Type.String({
+              maxLength: 256,
+              description: 'Why it failed when the status does not say: timeout, connection refused, …',
+            }),
+          ),
+          response_excerpt: Type.String({
+            maxLength: 1024,
+            description: 'At most the first 1 KB of the response body.',
+          }),
         },
         { additionalProperties: false },
       ),

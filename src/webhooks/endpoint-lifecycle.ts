@@ -48,6 +48,8 @@ export async function createEndpoint(
   input: CreateEndpointInput,
   actor: Actor,
   now: Date,
+  /** Runs in the create's transaction (the API stores its Idempotency-Key answer there: both commit together). */
+  within?: (trx: Trx, created: EndpointWithSecret) => Promise<void>,
 ): Promise<EndpointWithSecret> {
   const url = await checkedUrl(deps, input.url)
   const secret = newWebhookSecret()
@@ -60,6 +62,7 @@ export async function createEndpoint(
     }
     const row = await insertEndpoint(trx, accountId, { ...input, url }, encryptSecret(secret, deps.secretKey), now)
     await audit(trx, accountId, actor, 'webhook_endpoint.created', row.id, { url: row.url }, now)
+    await within?.(trx, { endpoint: row, secret })
     return row
   })
   return { endpoint, secret }

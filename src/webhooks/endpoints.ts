@@ -19,7 +19,7 @@ export const TEST_EVENT_TYPE = 'webhook.test'
 const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))
 export const EndpointEvents = Type.Union(
   [
-    Type.Tuple([Type.Literal('*')], { description: 'Every event type.' }),
+    Type.Array(Type.Literal('*'), { minItems: 1, maxItems: 1, description: 'Every event type.' }),
     Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
   ],
   { description: 'The event types sent to this endpoint, or ["*"] for all.' },
@@ -51,7 +51,12 @@ export type WebhookEndpoint = Static<typeof WebhookEndpointSchema>
 export const WebhookEndpointWithSecretSchema = Type.Object(
   {
     ...WebhookEndpointSchema.properties,
-    secret: Type.String({ pattern: '^whsec_', description: 'The signing secret. Shown in this response only.' }),
+    secret: Type.String({
+      pattern: '^whsec_[A-Za-z0-9+/]{43}=$',
+      minLength: 50,
+      maxLength: 50,
+      description: 'The signing secret. Shown in this response only.',
+    }),
   },
   { $id: 'WebhookEndpointWithSecret', additionalProperties: false },
 )
@@ -84,6 +89,7 @@ export const RollSecretBody = Type.Object(
   {
     expire_old_in_seconds: Type.Optional(
       Type.Integer({
+        format: 'int32',
         minimum: 0,
         maximum: ROLL_OVERLAP_MAX_S,
         default: ROLL_OVERLAP_DEFAULT_S,

@@ -1,0 +1,340 @@
+// /api/v1/webhook_endpoints (DESIGN §12): create, list, get, update, delete an endpoint; roll its
+// signing secret; send it a test event; list, get and retry its deliveries. The actions are
+// endpoint-lifecycle.ts's, shared with the web app; an API key's requests are not audited.
+// The signing secret is in the create and roll_secret answers only, never in a GET.
+
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
+import type { Deps } from '../deps.js'
+import { authOf } from '../http/auth.js'
+import { AppError } from '../http/errors.js'
+import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
+import { sendPage } from '../http/pagination.js'
+import { IdParams, ListQuery, NoQuery } from '../http/schemas.js'
+import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
+import { ListDeliveriesQuery, toDelivery, WebhookDeliverySchema } from './deliveries.js'
+import { findDelivery, listDeliveryRows } from './deliveries.store.js'
+import {
+  changeEndpoint,
+  createEndpoint,
+  type EndpointWithSecret,
+  removeEndpoint,
+  retryEndpointDelivery,
+  rollSecret,
+  sendTestEvent,
+} from './endpoint-lifecycle.js'
+import {
+  CreateEndpointBody,
+  PatchEndpointBody,
+  ROLL_OVERLAP_DEFAULT_S,
+  RollSecretBody,
+  toEndpoint,
+  WebhookEndpointSchema,
+  WebhookEndpointWithSecretSchema,
+} from './endpoints.js'
+import { findEndpoint, listEndpointRows } from './endpoints.store.js'
+
+/** The problems of every request with a JSON body, and of a POST that takes an Idempotency-Key. */
+const BODY_PROBLEMS = ['payload_too_large', 'unsupported_media_type'] as const
+const IDEMPOTENCY_PROBLEMS = ['idempotency_key_in_use', 'idempotency_key_reused'] as const
+
+/** Path parameters of one delivery: like IdParams, any string, so a malformed id is a 404. */
+const DeliveryParams = Type.Object(
+  { id: IdParams.properties.id, delivery_id: IdParams.properties.id },
+  { additionalProperties: false },
+)
+
+const ListEndpointsQuery = Type.Object({ ...ListQuery }, { additionalProperties: false })
+
+const notFound = () => new AppError('not_found', 'No webhook endpoint with this id exists in this account.')
+
+/** The endpoint and, this once, its secret: the create and roll_secret answers. */
+const withSecret = ({ endpoint, secret }: EndpointWithSecret): string =>
+  JSON.stringify({ ...toEndpoint(endpoint), secret })
+
+const json = (status: number, body: unknown): IdempotentAnswer => ({
+  status,
+  body: JSON.stringify(body),
+  location: null,
+})
+
+export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  const { db } = deps.database
+  const now = () => deps.clock.now()
+  /** The endpoint, or 404: another account's endpoint is no different from one that does not exist. */
+  const endpointOf = async (accountId: string, id: string) => {
+    const endpoint = await findEndpoint(db, accountId, id)
+    if (!endpoint) {
+      throw notFound()
+    }
+    return endpoint
+  }
+
+  app.get(
+    '',
+    {
+      schema: {
+        operationId: 'listWebhookEndpoints',
+        summary: 'List webhook endpoints',
+        description: 'One page at a time, in creation order; pass next_cursor back as `after`. Secrets are not shown.',
+        querystring: ListEndpointsQuery,
+        response: {
+          200: jsonResponse(ListEnvelope('webhook_endpoints', WebhookEndpointSchema), 'A page of webhook endpoints.'),
+          ...apiProblems('invalid_cursor'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, after } = request.query
+      const accountId = authOf(request).account.id
+      return sendPage(
+        reply,
+        deps.secret,
+        { list: 'webhook_endpoints', accountId, filters: {} },
+        { limit, after },
+        (position) => listEndpointRows(db, accountId, position),
+      )
+    },
+  )
+
+  app.post(
+    '',
+    {
+      schema: {
+        operationId: 'createWebhookEndpoint',
+        summary: 'Create a webhook endpoint',
+        description:
+          '201 with the endpoint, its `Location` and its signing secret (`secret`, shown in this response only). The URL must be https on a public address; `events` defaults to `["*"]`. At most 20 endpoints per account (403 `quota_exceeded`). With an `Idempotency-Key`, a retry replays the first response.',
+        querystring: NoQuery,
+        body: CreateEndpointBody,
+        response: {
+          201: jsonResponse(WebhookEndpointWithSecretSchema, 'The endpoint, created, with its signing secret.'),
+          ...apiProblems('insufficient_scope', 'quota_exceeded', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const accountId = authOf(request).account.id
+      const answerOf = (created: EndpointWithSecret): IdempotentAnswer => ({
+        status: 201,
+        body: withSecret(created),
+        location: `${deps.config.apiUrl}/api/v1/webhook_endpoints/${created.endpoint.id}`,
+      })
+      const store = answerWithWrite(request)
+      const created = await createEndpoint(
+        deps.webhooks,
+        accountId,
+        request.body,
+        undefined,
+        now(),
+        store && ((trx, result) => store(trx, answerOf(result))),
+      )
+      return sendAnswer(reply, answerOf(created))
+    },
+  )
+
+  app.get(
+    '/:id',
+    {
+      schema: {
+        operationId: 'getWebhookEndpoint',
+        summary: 'Get a webhook endpoint',
+        description: 'An endpoint of this account, without its secret; any other id, well-formed or not, is 404.',
+        params: IdParams,
+        querystring: NoQuery,
+        response: { 200: jsonResponse(WebhookEndpointSchema, 'The endpoint.'), ...apiProblems('not_found') },
+      },
+    },
+    async (request, reply) => {
+      const endpoint = await endpointOf(authOf(request).account.id, request.params.id)
+      return sendAnswer(reply, json(200, toEndpoint(endpoint)))
+    },
+  )
+
+  app.patch(
+    '/:id',
+    {
+      schema: {
+        operationId: 'updateWebhookEndpoint',
+        summary: 'Update a webhook endpoint',
+        description:
+          'Changes url, description, events or status; an absent field is unchanged. Disabling sets `disabled_reason` to `manual` and ends pending deliveries as failed; enabling clears it.',
+        params: IdParams,
+        querystring: NoQuery,
+        body: PatchEndpointBody,
+        response: {
+          200: jsonResponse(WebhookEndpointSchema, 'The endpoint, updated.'),
+          ...apiProblems('insufficient_scope', 'not_found', ...BODY_PROBLEMS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const accountId = authOf(request).account.id
+      const row = await changeEndpoint(deps.webhooks, accountId, request.params.id, request.body, undefined, now())
+      return sendAnswer(reply, json(200, toEndpoint(row)))
+    },
+  )
+
+  app.delete(
+    '/:id',
+    {
+      schema: {
+        operationId: 'deleteWebhookEndpoint',
+        summary: 'Delete a webhook endpoint',
+        description: 'Deletes the endpoint and its deliveries; another id is 404.',
+        params: IdParams,
+        querystring: NoQuery,
+        response: { 204: emptyResponse('Deleted.'), ...apiProblems('insufficient_scope', 'not_found') },
+      },
+    },
+    async (request, reply) => {
+      await removeEndpoint(deps.webhooks, authOf(request).account.id, request.params.id, undefined, now())
+      return reply.code(204).send(null)
+    },
+  )
+
+  app.post(
+    '/:id/roll_secret',
+    {
+      // No body at all is an empty one: every field has its default.
+      preValidation: (request, _reply, done) => {
+        request.body ??= {}
+        done()
+      },
+      schema: {
+        operationId: 'rollWebhookEndpointSecret',
+        summary: 'Roll the signing secret',
+        description: `A new signing secret, in this response only. The old one keeps signing deliveries (a second signature) for \`expire_old_in_seconds\` (default ${ROLL_OVERLAP_DEFAULT_S}; 0 stops it now). The body may be empty.`,
+        params: IdParams,
+        querystring: NoQuery,
+        body: RollSecretBody,
+        response: {
+          200: jsonResponse(WebhookEndpointWithSecretSchema, 'The endpoint with its new signing secret.'),
+          ...apiProblems('insufficient_scope', 'not_found', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const overlap = request.body.expire_old_in_seconds ?? ROLL_OVERLAP_DEFAULT_S
+      const rolled = await rollSecret(
+        deps.webhooks,
+        authOf(request).account.id,
+        request.params.id,
+        overlap,
+        undefined,
+        now(),
+      )
+      return sendAnswer(reply, { status: 200, body: withSecret(rolled), location: null })
+    },
+  )
+
+  app.post(
+    '/:id/test',
+    {
+      schema: {
+        operationId: 'testWebhookEndpoint',
+        summary: 'Send a test event',
+        description:
+          '202: a `webhook.test` event is queued for this endpoint, whatever it subscribes to; the answer is its delivery. A disabled endpoint is 409 `endpoint_disabled`.',
+        params: IdParams,
+        querystring: NoQuery,
+        response: {
+          202: jsonResponse(WebhookDeliverySchema, 'The delivery of the test event, queued.'),
+          ...apiProblems('insufficient_scope', 'not_found', 'endpoint_disabled', ...IDEMPOTENCY_PROBLEMS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const delivery = await sendTestEvent(
+        deps.webhooks,
+        authOf(request).account.id,
+        request.params.id,
+        undefined,
+        now(),
+      )
+      return sendAnswer(reply, json(202, toDelivery(delivery)))
+    },
+  )
+
+  app.get(
+    '/:id/deliveries',
+    {
+      schema: {
+        operationId: 'listWebhookDeliveries',
+        summary: "List an endpoint's deliveries",
+        description: 'Newest first, optionally of one `status`; pass next_cursor back as `after`.',
+        params: IdParams,
+        querystring: ListDeliveriesQuery,
+        response: {
+          200: jsonResponse(ListEnvelope('deliveries', WebhookDeliverySchema), 'A page of deliveries.'),
+          ...apiProblems('invalid_cursor', 'not_found'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, after, ...filters } = request.query
+      const accountId = authOf(request).account.id
+      const endpointId = (await endpointOf(accountId, request.params.id)).id
+      return sendPage(
+        reply,
+        deps.secret,
+        // The endpoint is part of the query: a cursor from one endpoint's list is refused on another's.
+        { list: 'deliveries', accountId, filters: { ...filters, endpoint_id: endpointId } },
+        { limit, after },
+        (position) => listDeliveryRows(db, accountId, endpointId, { ...filters, ...position }),
+      )
+    },
+  )
+
+  app.get(
+    '/:id/deliveries/:delivery_id',
+    {
+      schema: {
+        operationId: 'getWebhookDelivery',
+        summary: 'Get a delivery',
+        description: "One of this endpoint's deliveries; any other id is 404.",
+        params: DeliveryParams,
+        querystring: NoQuery,
+        response: { 200: jsonResponse(WebhookDeliverySchema, 'The delivery.'), ...apiProblems('not_found') },
+      },
+    },
+    async (request, reply) => {
+      const accountId = authOf(request).account.id
+      const endpointId = (await endpointOf(accountId, request.params.id)).id
+      const delivery = await findDelivery(db, accountId, endpointId, request.params.delivery_id)
+      if (!delivery) {
+        throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
+      }
+      return sendAnswer(reply, json(200, toDelivery(delivery)))
+    },
+  )
+
+  app.post(
+    '/:id/deliveries/:delivery_id/retry',
+    {
+      schema: {
+        operationId: 'retryWebhookDelivery',
+        summary: 'Retry a delivery',
+        description:
+          '202: one more attempt of this delivery, now (unless one is under way). A disabled endpoint is 409 `endpoint_disabled`.',
+        params: DeliveryParams,
+        querystring: NoQuery,
+        response: {
+          202: jsonResponse(WebhookDeliverySchema, 'The delivery, due now.'),
+          ...apiProblems('insufficient_scope', 'not_found', 'endpoint_disabled', ...IDEMPOTENCY_PROBLEMS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const delivery = await retryEndpointDelivery(
+        deps.webhooks,
+        authOf(request).account.id,
+        request.params.id,
+        request.params.delivery_id,
+        undefined,
+        now(),
+      )
+      return sendAnswer(reply, json(202, toDelivery(delivery)))
+    },
+  )
+}
