@@ -13,6 +13,7 @@ import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
 import { validatorCompiler } from './http/validation.js'
 import { installIdempotency } from './idempotency/idempotency.js'
+import { deriveKey } from './lib/crypto.js'
 import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactKeys } from './observability/logger.js'
@@ -96,7 +97,7 @@ export async function buildApp(
   await app.register(
     async (api) => {
       requireApiKey(api, deps)
-      installIdempotency(api, deps.database.db, deps.clock)
+      installIdempotency(api, deps.database.db, deps.clock, deriveKey(deps.secret, 'idempotent-answers'))
       await api.register(accountsRoutes, { deps })
       await api.register(contactsRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })

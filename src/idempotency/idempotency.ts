@@ -8,11 +8,12 @@ import type { Database } from '../db/schema.js'
 import { accountIdOf } from '../http/auth.js'
 import { AppError, invalidParameter } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
-import { sha256Hex } from '../lib/crypto.js'
+import { seal, sha256Hex, unseal } from '../lib/crypto.js'
 
 const KEEP_MS = 24 * 3600 * 1000
 /** A first request still "in flight" after this long died with its process: the key is free again. */
 const ABANDONED_MS = 60_000
+const SEALED_PREFIX = 'v1.'
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
 
 /** The answer kept for a key: what a replay sends. */
@@ -25,6 +26,9 @@ export interface IdempotentAnswer {
 interface OwnedKey {
   accountId: string
   key: string
+  /** Encrypts the stored answer when sealAnswer was called (it carries a secret). */
+  answerKey: Buffer
+  sealed?: boolean
   /** Stored by the write's own transaction (answerWithWrite); onSend then has nothing to store. */
   storedWithWrite?: IdempotentAnswer
 }
@@ -49,6 +53,17 @@ export function answerWithWrite(
   }
 }
 
+/**
+ * For a request whose answer carries a secret (a new webhook signing secret): the answer kept for
+ * its replay is stored encrypted, so no database dump holds the secret in clear.
+ */
+export function sealAnswer(request: FastifyRequest): void {
+  const ownedKey = owned.get(request)
+  if (ownedKey) {
+    ownedKey.sealed = true
+  }
+}
+
 /** Sends a write's answer (already serialized JSON), first time or replayed. */
 export function sendAnswer(reply: FastifyReply, { status, body, location }: IdempotentAnswer): FastifyReply {
   if (location) {
@@ -60,18 +75,24 @@ export function sendAnswer(reply: FastifyReply, { status, body, location }: Idem
 
 async function storeAnswer(
   db: Kysely<Database>,
-  { accountId, key }: OwnedKey,
+  { accountId, key, answerKey, sealed }: OwnedKey,
   { status, body, location }: IdempotentAnswer,
 ): Promise<void> {
   await db
     .updateTable('idempotency_keys')
-    .set({ status, body, location })
+    .set({ status, body: sealed ? seal(body, answerKey) : body, location })
     .where('account_id', '=', accountId)
     .where('key', '=', key)
     .execute()
 }
 
-export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>, clock: Clock): void {
+export function installIdempotency(
+  scope: FastifyInstance,
+  db: Kysely<Database>,
+  clock: Clock,
+  /** Encrypts the answers sealAnswer marks (deriveKey from SECRET). */
+  answerKey: Buffer,
+): void {
   scope.addHook('preHandler', async (request, reply) => {
     const header = request.headers['idempotency-key']
     if (request.method !== 'POST' || header === undefined) {
@@ -103,7 +124,7 @@ export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>,
             expires_at: new Date(now.getTime() + KEEP_MS).toISOString(),
           })
           .execute()
-        owned.set(request, { accountId, key })
+        owned.set(request, { accountId, key, answerKey })
         return
       } catch (error) {
         if (!isUniqueViolation(error)) {
@@ -140,7 +161,8 @@ export function installIdempotency(scope: FastifyInstance, db: Kysely<Database>,
         )
       }
       reply.header('idempotent-replayed', 'true')
-      const body = existing.body ?? ''
+      // A JSON answer starts with `{`; a sealed one is seal's `v1.…`.
+      const body = existing.body?.startsWith(SEALED_PREFIX) ? unseal(existing.body, answerKey) : (existing.body ?? '')
       return sendAnswer(reply, {
         status: existing.status,
         // A problem names the request it answers (DESIGN §9): this one, not the first.

@@ -1,5 +1,13 @@
 // Small crypto helpers over node:crypto.
-import { createHash, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto'
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  createHmac,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from 'node:crypto'
 
 export const sha256Hex = (text: string): string => createHash('sha256').update(text).digest('hex')
 
@@ -34,4 +42,51 @@ export function randomAlphanumeric(length: number): string {
     }
   }
   return out
+}
+
+const FORMAT_VERSION = 'v1'
+// 96-bit random nonces: GCM's native size. Collisions become a concern only after ~2^32 encryptions under
+// one key; what is sealed here is sealed once per create or roll of a secret.
+const NONCE_BYTES = 12
+const TAG_BYTES = 16
+const BASE64URL = /^[A-Za-z0-9_-]+$/
+
+/**
+ * Encrypts text at rest with AES-256-GCM under `key` (deriveKey): `v1.<base64url nonce>.<base64url
+ * ciphertext+tag>`. Webhook signing secrets and the idempotent answers that carry them are stored so.
+ */
+export function seal(secret: string, key: Buffer): string {
+  const nonce = randomBytes(NONCE_BYTES)
+  const cipher = createCipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES })
+  const sealed = Buffer.concat([cipher.update(secret, 'utf8'), cipher.final(), cipher.getAuthTag()])
+  return `${FORMAT_VERSION}.${nonce.toString('base64url')}.${sealed.toString('base64url')}`
+}
+
+/** Decrypts what seal wrote. Throws when the text is malformed, altered or sealed under another key. */
+export function unseal(ciphertext: string, key: Buffer): string {
+  const [version, nonceText, sealedText, ...rest] = ciphertext.split('.')
+  // Buffer.from(…, 'base64url') skips characters it does not know, so the alphabet is checked first.
+  if (
+    version !== FORMAT_VERSION ||
+    rest.length > 0 ||
+    !BASE64URL.test(nonceText ?? '') ||
+    !BASE64URL.test(sealedText ?? '')
+  ) {
+    throw new Error('Sealed text is not in the v1 format')
+  }
+  const nonce = Buffer.from(nonceText ?? '', 'base64url')
+  const sealed = Buffer.from(sealedText ?? '', 'base64url')
+  if (nonce.length !== NONCE_BYTES || sealed.length <= TAG_BYTES) {
+    throw new Error('Sealed text is not in the v1 format')
+  }
+  const decipher = createDecipheriv('aes-256-gcm', key, nonce, { authTagLength: TAG_BYTES })
+  decipher.setAuthTag(sealed.subarray(sealed.length - TAG_BYTES))
+  try {
+    return Buffer.concat([decipher.update(sealed.subarray(0, sealed.length - TAG_BYTES)), decipher.final()]).toString(
+      'utf8',
+    )
+  } catch {
+    // GCM's tag check failed: the stored text was altered, or the key (SECRET) is not the one it was sealed with.
+    throw new Error('Sealed text could not be decrypted (altered, or SECRET changed)')
+  }
 }

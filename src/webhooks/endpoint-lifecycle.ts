@@ -42,13 +42,15 @@ export interface EndpointWithSecret {
  */
 export type Actor = AuditActor | undefined
 
+// Every action that writes takes an optional `within`, run in its transaction: the API stores its
+// Idempotency-Key answer there, so the write and its answer commit together (idempotency.ts).
+
 export async function createEndpoint(
   deps: WebhookActionsDeps,
   accountId: string,
   input: CreateEndpointInput,
   actor: Actor,
   now: Date,
-  /** Runs in the create's transaction (the API stores its Idempotency-Key answer there: both commit together). */
   within?: (trx: Trx, created: EndpointWithSecret) => Promise<void>,
 ): Promise<EndpointWithSecret> {
   const url = await checkedUrl(deps, input.url)
@@ -105,6 +107,7 @@ export async function rollSecret(
   overlapSeconds: number,
   actor: Actor,
   now: Date,
+  within?: (trx: Trx, rolled: EndpointWithSecret) => Promise<void>,
 ): Promise<EndpointWithSecret> {
   const secret = newWebhookSecret()
   const endpoint = await inTransaction(deps.db, async (trx) => {
@@ -121,6 +124,7 @@ export async function rollSecret(
       { expire_old_in_seconds: overlapSeconds },
       now,
     )
+    await within?.(trx, { endpoint: row, secret })
     return row
   })
   return { endpoint, secret }
@@ -156,11 +160,13 @@ export async function sendTestEvent(
   id: string,
   actor: Actor,
   now: Date,
+  within?: (trx: Trx, delivery: DeliveryRow) => Promise<void>,
 ): Promise<DeliveryRow> {
   return inTransaction(deps.db, async (trx) => {
     await enabledEndpoint(trx, accountId, id)
     const delivery = await insertTestDelivery(trx, accountId, id, now)
     await audit(trx, accountId, actor, 'webhook_endpoint.test_sent', id, { delivery_id: delivery.id }, now)
+    await within?.(trx, delivery)
     return delivery
   })
 }
@@ -173,6 +179,7 @@ export async function retryEndpointDelivery(
   deliveryId: string,
   actor: Actor,
   now: Date,
+  within?: (trx: Trx, delivery: DeliveryRow) => Promise<void>,
 ): Promise<DeliveryRow> {
   return inTransaction(deps.db, async (trx) => {
     await enabledEndpoint(trx, accountId, endpointId)
@@ -182,6 +189,7 @@ export async function retryEndpointDelivery(
     }
     const retried = await retryDelivery(trx, delivery, now)
     await audit(trx, accountId, actor, 'webhook_delivery.retried', deliveryId, { endpoint_id: endpointId }, now)
+    await within?.(trx, retried)
     return retried
   })
 }

@@ -180,6 +180,36 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
       const reused = await t.inject(acme, { ...request, payload: { url: 'https://other.example.com/in' } })
       expectProblem(reused, 422, 'idempotency_key_reused')
     })
+
+    it('keeps the answers it replays encrypted: no database row holds a secret in clear', async () => {
+      const acme = await t.createAccount()
+      const created = await t.inject(acme, {
+        method: 'POST',
+        url: BASE,
+        headers: { 'idempotency-key': 'create-sealed' },
+        payload: { url: 'https://hooks.example.com/in' },
+      })
+      const roll: InjectOptions = {
+        method: 'POST',
+        url: `${BASE}/${created.json().id}/roll_secret`,
+        headers: { 'idempotency-key': 'roll-sealed' },
+        payload: { expire_old_in_seconds: 0 },
+      }
+      const rolled = await t.inject(acme, roll)
+      const replayed = await t.inject(acme, roll)
+      expect(replayed.headers['idempotent-replayed']).toBe('true')
+      expect(replayed.json().secret).toBe(rolled.json().secret)
+      const dump = JSON.stringify([
+        await t.db.selectFrom('idempotency_keys').selectAll().execute(),
+        await t.db.selectFrom('webhook_endpoints').selectAll().execute(),
+        await t.db.selectFrom('audit_log').selectAll().execute(),
+      ])
+      expect(dump).toContain('roll-sealed')
+      for (const secret of [created.json().secret, rolled.json().secret]) {
+        expect(secret).toMatch(SECRET)
+        expect(dump).not.toContain(secret.slice('whsec_'.length))
+      }
+    })
   })
 
   describe('with WEBHOOK_ALLOW_PRIVATE_URLS', () => {

@@ -11,7 +11,7 @@ import { AppError } from '../http/errors.js'
 import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
 import { IdParams, ListQuery, NoQuery } from '../http/schemas.js'
-import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
+import { answerWithWrite, type IdempotentAnswer, sealAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { ListDeliveriesQuery, toDelivery, WebhookDeliverySchema } from './deliveries.js'
 import { findDelivery, listDeliveryRows } from './deliveries.store.js'
 import {
@@ -120,6 +120,8 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         body: withSecret(created),
         location: `${deps.config.apiUrl}/api/v1/webhook_endpoints/${created.endpoint.id}`,
       })
+      // The answer carries the signing secret: kept for replays, it is stored encrypted.
+      sealAnswer(request)
       const store = answerWithWrite(request)
       const created = await createEndpoint(
         deps.webhooks,
@@ -216,6 +218,13 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     },
     async (request, reply) => {
       const overlap = request.body.expire_old_in_seconds ?? ROLL_OVERLAP_DEFAULT_S
+      const answerOf = (rolled: EndpointWithSecret): IdempotentAnswer => ({
+        status: 200,
+        body: withSecret(rolled),
+        location: null,
+      })
+      sealAnswer(request)
+      const store = answerWithWrite(request)
       const rolled = await rollSecret(
         deps.webhooks,
         authOf(request).account.id,
@@ -223,8 +232,9 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         overlap,
         undefined,
         now(),
+        store && ((trx, result) => store(trx, answerOf(result))),
       )
-      return sendAnswer(reply, { status: 200, body: withSecret(rolled), location: null })
+      return sendAnswer(reply, answerOf(rolled))
     },
   )
 
@@ -245,12 +255,14 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
+      const store = answerWithWrite(request)
       const delivery = await sendTestEvent(
         deps.webhooks,
         authOf(request).account.id,
         request.params.id,
         undefined,
         now(),
+        store && ((trx, queued) => store(trx, json(202, toDelivery(queued)))),
       )
       return sendAnswer(reply, json(202, toDelivery(delivery)))
     },
@@ -326,6 +338,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
+      const store = answerWithWrite(request)
       const delivery = await retryEndpointDelivery(
         deps.webhooks,
         authOf(request).account.id,
@@ -333,6 +346,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         request.params.delivery_id,
         undefined,
         now(),
+        store && ((trx, retried) => store(trx, json(202, toDelivery(retried)))),
       )
       return sendAnswer(reply, json(202, toDelivery(delivery)))
     },
