@@ -276,7 +276,7 @@ export interface AttemptRecord {
  * Records one attempt's outcome: success; a retry per the schedule (with jitter); or failed, when
  * retries are exhausted, the endpoint answered 410 (it is disabled, `gone`), or the endpoint has
  * failed without a success for 5 days (disabled, `failing`). An attempt whose lease was taken over
- * records nothing: the attempt that holds the delivery now will.
+ * records nothing and changes nothing: the attempt that holds the delivery now will.
  */
 export async function recordAttempt(
   db: Kysely<Database>,
@@ -285,57 +285,25 @@ export async function recordAttempt(
   result: DeliveryResult,
   policy: RetryPolicy,
   now: Date,
-  /** No retry can succeed (the event was purged): fail without one. */
+  /** No retry can succeed, and it is not the endpoint's failure (the event was purged). */
   final = false,
 ): Promise<AttemptRecord> {
   return db.transaction().execute(async (trx) => {
     const { account_id: accountId, endpoint_id: endpointId } = delivery
-    const at = now.toISOString()
-    const attempts = delivery.attempts + 1
-    let disabled: AttemptRecord['disabled'] = null
-    if (result.ok) {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ failing_since: null })
-        .where('account_id', '=', accountId)
-        .where('id', '=', endpointId)
-        .where('failing_since', 'is not', null)
-        .execute()
-    } else if (result.statusCode === 410) {
-      disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
-    } else {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ failing_since: at })
-        .where('account_id', '=', accountId)
-        .where('id', '=', endpointId)
-        .where('failing_since', 'is', null)
-        .execute()
-      const endpoint = await trx
-        .selectFrom('webhook_endpoints')
-        .select(['status', 'failing_since'])
-        .where('account_id', '=', accountId)
-        .where('id', '=', endpointId)
-        .executeTakeFirst()
-      const since = endpoint?.failing_since
-      if (since && now.getTime() - Date.parse(since) >= FAILING_DISABLE_MS) {
-        disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
-      }
-    }
-    const endpointStatus = await trx
+    const endpoint = await trx
       .selectFrom('webhook_endpoints')
-      .select('status')
+      .select(['status', 'failing_since'])
       .where('account_id', '=', accountId)
       .where('id', '=', endpointId)
       .executeTakeFirst()
+    const attempts = delivery.attempts + 1
     const delay = policy.scheduleS[attempts - 1]
-    let status: AttemptStatus
+    const gone = !result.ok && result.statusCode === 410
+    let status: AttemptStatus = 'failed'
     let nextAttemptAt: string | null = null
     if (result.ok) {
       status = 'succeeded'
-    } else if (final || delay === undefined || endpointStatus?.status !== 'enabled') {
-      status = 'failed'
-    } else {
+    } else if (!final && !gone && delay !== undefined && endpoint?.status === 'enabled') {
       status = 'retrying'
       const jittered = delay * 1000 * (0.9 + 0.2 * policy.random())
       nextAttemptAt = new Date(now.getTime() + jittered).toISOString()
@@ -358,7 +326,23 @@ export async function recordAttempt(
       .where('lease_expires_at', '=', delivery.lease_expires_at)
       .executeTakeFirst()
     if (Number(updated.numUpdatedRows) === 0) {
-      return { status: 'stale', disabled }
+      return { status: 'stale', disabled: null }
+    }
+    let disabled: AttemptRecord['disabled'] = null
+    if (result.ok) {
+      if (endpoint?.failing_since) {
+        await setFailingSince(trx, accountId, endpointId, null)
+      }
+    } else if (gone) {
+      disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
+    } else if (!final) {
+      const since = endpoint?.failing_since ?? null
+      if (since === null) {
+        await setFailingSince(trx, accountId, endpointId, now.toISOString())
+      } else if (now.getTime() - Date.parse(since) >= FAILING_DISABLE_MS) {
+        // Also ends this delivery, if it was to be retried, as failed.
+        disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
+      }
     }
     // The endpoint may have more waiting: the claim moved due_at past them while this one was out.
     const pending = await trx
@@ -371,6 +355,16 @@ export async function recordAttempt(
     if (pending?.at) {
       await markDue(trx, accountId, endpointId, pending.at)
     }
-    return { status, disabled }
+    return { status: disabled && status === 'retrying' ? 'failed' : status, disabled }
   })
+}
+
+/** The start of the endpoint's run of failures (null: it just succeeded). */
+async function setFailingSince(trx: Trx, accountId: string, endpointId: string, at: string | null): Promise<void> {
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({ failing_since: at })
+    .where('account_id', '=', accountId)
+    .where('id', '=', endpointId)
+    .execute()
 }

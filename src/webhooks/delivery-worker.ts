@@ -81,17 +81,21 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       )
     }
     const body = deliveryPayload(delivery, delivery.event_body ?? undefined)
+    let secrets: string[] | undefined
+    try {
+      secrets = liveSecrets(endpoint, options.secretKey, startedAt)
+    } catch {
+      // Sealed under another SECRET: sending unsigned is not an option; record a failure the tenant
+      // sees (and that counts toward `failing`) rather than stall the delivery in silence.
+    }
     let result: DeliveryResult
     if (body === undefined) {
       // Its event was purged (EVENT_RETENTION_DAYS) before it could be sent: nothing left to send.
       result = { ok: false, statusCode: null, durationMs: 0, excerpt: '', error: 'event expired' }
+    } else if (secrets === undefined) {
+      result = { ok: false, statusCode: null, durationMs: 0, excerpt: '', error: 'signing secret unreadable' }
     } else {
-      const headers = webhookHeaders({
-        eventId: delivery.event_id,
-        timestamp: startedAt,
-        body,
-        secrets: liveSecrets(endpoint, options.secretKey, startedAt),
-      })
+      const headers = webhookHeaders({ eventId: delivery.event_id, timestamp: startedAt, body, secrets })
       result = await postWebhook({
         url: endpoint.url,
         headers,

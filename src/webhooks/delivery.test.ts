@@ -8,9 +8,11 @@ import { createTestHarness, type TestAccount, type TestHarness } from '../../tes
 import { createContact } from '../../test/helpers.js'
 import { startReceiver, type WebhookReceiver } from '../../test/webhook-receiver.js'
 import { manualClock } from '../lib/clock.js'
+import { type ClaimedDelivery, claimDeliveries, dispatchEvents, recordAttempt } from './delivery-queue.js'
 import { type DeliveryWorker, startDeliveryWorker } from './delivery-worker.js'
 import { createEndpoint, retryEndpointDelivery, rollSecret, sendTestEvent } from './endpoint-lifecycle.js'
 import type { CreateEndpointInput } from './endpoints.js'
+import { encryptSecret, webhookSecretKey } from './secrets.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
 const SCHEDULE = [5, 300]
@@ -413,5 +415,47 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     // The lag counts first attempts only: two deliveries, two observations, retries not again.
     expect(await metric('webhook_delivery_lag_seconds_count')).toBe((before.lag || 0) + 2)
     expect(await metric('webhook_queue_depth')).toBe(0)
+  })
+
+  it('an endpoint whose secret was sealed under another SECRET gets failures it can see, not a stall', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    await t.db
+      .updateTable('webhook_endpoints')
+      .set({ secret: encryptSecret('whsec_c2VjcmV0', webhookSecretKey('another SECRET')) })
+      .where('id', '=', endpoint.id)
+      .execute()
+    startWorker()
+    await createContact(t, acme, { email: 'a@example.com' })
+    const [row] = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows[0]?.status === 'retrying',
+    )
+    expect(row).toMatchObject({ status: 'retrying', attempts: 1, last_error: 'signing secret unreadable' })
+    expect(receiver.received).toEqual([]) // never sent unsigned
+  })
+
+  it('an attempt whose lease was taken over records nothing and changes nothing, even a 410', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    await createContact(t, acme, { email: 'a@example.com' })
+    await dispatchEvents(t.db, clock.now())
+    const claim = await claimDeliveries(t.db, { accountId: acme.id, id: endpoint.id }, clock.now(), 1, 40_000)
+    const [claimed] = claim?.deliveries ?? []
+    expect(claimed).toBeDefined()
+    // The lease ran out and another worker took the delivery over.
+    clock.advance(41_000)
+    const takeover = await claimDeliveries(t.db, { accountId: acme.id, id: endpoint.id }, clock.now(), 1, 40_000)
+    expect(takeover?.deliveries.map((d) => d.id)).toEqual([claimed?.id])
+    const gone = { ok: false, statusCode: 410, durationMs: 5, excerpt: '', error: null }
+    const policy = { scheduleS: SCHEDULE, random: () => 0.5 }
+    const late = await recordAttempt(t.db, claimed as ClaimedDelivery, clock.now(), gone, policy, clock.now())
+    expect(late).toEqual({ status: 'stale', disabled: null })
+    const stored = await t.db
+      .selectFrom('webhook_endpoints')
+      .selectAll()
+      .where('id', '=', endpoint.id)
+      .executeTakeFirst()
+    expect(stored).toMatchObject({ status: 'enabled', failing_since: null })
+    const [row] = await deliveries(endpoint.id)
+    expect(row).toMatchObject({ attempts: 0, lease_expires_at: takeover?.deliveries[0]?.lease_expires_at })
   })
 })

@@ -160,7 +160,11 @@ export async function rollEndpointSecret(
   return { ...current, ...changes }
 }
 
-/** The secrets a delivery is signed with now: the current one, and the previous one until its expiry. */
+/**
+ * The secrets a delivery is signed with now: the current one, and the previous one until its
+ * expiry. Throws if the current one cannot be decrypted (SECRET changed); a previous one that
+ * cannot be is left out, so a roll repairs an endpoint whose secret was sealed under an old SECRET.
+ */
 export function liveSecrets(row: EndpointRow, key: Buffer, now: Date): string[] {
   const secrets = [decryptSecret(row.secret, key)]
   if (
@@ -168,7 +172,11 @@ export function liveSecrets(row: EndpointRow, key: Buffer, now: Date): string[] 
     row.previous_secret_expires_at !== null &&
     row.previous_secret_expires_at > now.toISOString()
   ) {
-    secrets.push(decryptSecret(row.previous_secret, key))
+    try {
+      secrets.push(decryptSecret(row.previous_secret, key))
+    } catch {
+      // sealed under another SECRET: the current secret signs alone
+    }
   }
   return secrets
 }
