@@ -8,6 +8,7 @@ import { createTestHarness, type TestAccount, type TestHarness } from '../../tes
 import { createContact } from '../../test/helpers.js'
 import { startReceiver, type WebhookReceiver } from '../../test/webhook-receiver.js'
 import { manualClock } from '../lib/clock.js'
+import { purgeExpiredDeliveries } from './deliveries.store.js'
 import { type ClaimedDelivery, claimDeliveries, dispatchEvents, recordAttempt } from './delivery-queue.js'
 import { type DeliveryWorker, startDeliveryWorker } from './delivery-worker.js'
 import { createEndpoint, retryEndpointDelivery, rollSecret, sendTestEvent } from './endpoint-lifecycle.js'
@@ -114,7 +115,7 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     }
     const rows = await until(
       () => deliveries(endpoint.id),
-      (rows) => rows.every((row) => row.status === 'succeeded'),
+      (rows) => rows.length === 3 && rows.every((row) => row.status === 'succeeded'),
     )
     expect(rows.map((row) => [row.event_type, row.status, row.attempts, row.last_status_code])).toEqual([
       ['contact.created', 'succeeded', 1, 200],
@@ -401,14 +402,14 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     startWorker()
     await until(
       () => deliveries(endpoint.id),
-      (rows) => rows.every((row) => row.status === 'retrying'),
+      (rows) => rows.length === 2 && rows.every((row) => row.status === 'retrying'),
     )
     expect(await metric('webhook_queue_depth')).toBe(2)
     receiver.answer({ status: 200 })
     advance(5)
     await until(
       () => deliveries(endpoint.id),
-      (rows) => rows.every((row) => row.status === 'succeeded'),
+      (rows) => rows.length === 2 && rows.every((row) => row.status === 'succeeded'),
     )
     expect(await metric('webhook_deliveries_total{outcome="succeeded"}')).toBe((before.succeeded || 0) + 2)
     expect(await metric('webhook_deliveries_total{outcome="retrying"}')).toBeGreaterThanOrEqual(2)
@@ -457,5 +458,18 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     expect(stored).toMatchObject({ status: 'enabled', failing_since: null })
     const [row] = await deliveries(endpoint.id)
     expect(row).toMatchObject({ attempts: 0, lease_expires_at: takeover?.deliveries[0]?.lease_expires_at })
+  })
+
+  it('purges delivery records older than the retention, in batches, and keeps the rest', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    for (let i = 0; i < 5; i++) {
+      await sendTestEvent(t.deps.webhooks, acme.id, endpoint.id, undefined, clock.now())
+    }
+    clock.advance(10 * 86_400_000)
+    const recent = await sendTestEvent(t.deps.webhooks, acme.id, endpoint.id, undefined, clock.now())
+    clock.advance(25 * 86_400_000)
+    expect(await purgeExpiredDeliveries(t.db, clock.now(), 30, 2)).toBe(5)
+    expect((await deliveries(endpoint.id)).map((row) => row.id)).toEqual([recent.id])
+    expect(await purgeExpiredDeliveries(t.db, clock.now(), 30)).toBe(0)
   })
 })
