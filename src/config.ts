@@ -39,6 +39,12 @@ export interface WebhooksConfig {
   readonly retryScheduleS: readonly number[]
   /** Development and tests only: allow http: and loopback/private targets. */
   readonly allowPrivateUrls: boolean
+  /**
+   * Tests only (WEBHOOK_LEASE_MARGIN_MS, undocumented): the room a claim's lease leaves beyond the
+   * timeout (delivery-worker.ts, default 30 s), shortened so that the kill -9 tests of
+   * test/webhooks-*.test.ts see a killed attempt retried within seconds. Undefined: the default.
+   */
+  readonly leaseMarginMs?: number
 }
 
 export class ConfigError extends Error {
@@ -139,6 +145,9 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     timeoutMs: integer('WEBHOOK_TIMEOUT_MS', 10_000, 1000, 60_000),
     retryScheduleS: parseRetrySchedule(env.WEBHOOK_RETRY_SCHEDULE, problems),
     allowPrivateUrls: choice('WEBHOOK_ALLOW_PRIVATE_URLS', false, { true: true, false: false }),
+    ...(env.WEBHOOK_LEASE_MARGIN_MS
+      ? { leaseMarginMs: integer('WEBHOOK_LEASE_MARGIN_MS', 30_000, 1000, 600_000) }
+      : {}),
   }
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
 

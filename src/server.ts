@@ -105,5 +105,6 @@ function deliveryWorker(deps: Deps, app: FastifyInstance): DeliveryWorker {
     retryScheduleS: webhooks.retryScheduleS,
     allowPrivateUrls: webhooks.allowPrivateUrls,
     resolve: deps.webhooks.resolve,
+    ...(webhooks.leaseMarginMs === undefined ? {} : { leaseMarginMs: webhooks.leaseMarginMs }),
   })
 }

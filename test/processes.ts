@@ -50,9 +50,14 @@ function isBuildCurrent(sourceDir: string, outDir: string): boolean {
   return true
 }
 
-export async function startServerProcess(env: Record<string, string | undefined>): Promise<ServerProcess> {
+/** Starts `serve` (or `worker`: webhook delivery with health and metrics only); resolves once it listens. */
+export async function startServerProcess(
+  env: Record<string, string | undefined>,
+  role: 'serve' | 'worker' = 'serve',
+): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
-  const child = spawn(process.execPath, [...cliCommand(), 'serve'], {
+  const started = role === 'serve' ? 'listening on' : 'worker running'
+  const child = spawn(process.execPath, [...cliCommand(), role], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
@@ -62,17 +67,17 @@ export async function startServerProcess(env: Record<string, string | undefined>
   })
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`serve did not start in 30 s: ${output}`)), 30_000)
+    const timer = setTimeout(() => reject(new Error(`${role} did not start in 30 s: ${output}`)), 30_000)
     child.stderr?.on('data', (chunk) => {
       output += chunk
-      if (output.includes('listening on')) {
+      if (output.includes(started)) {
         clearTimeout(timer)
         resolve()
       }
     })
     exited.then((code) => {
       clearTimeout(timer)
-      reject(new Error(`serve exited (${code}): ${output}`))
+      reject(new Error(`${role} exited (${code}): ${output}`))
     })
   })
   return {

@@ -9,8 +9,14 @@ export interface ReceivedDelivery {
   at: number
 }
 
-/** What to answer: a status and body, or 'hang' (never answer), or 'close' (drop the connection). */
-export type ReceiverAnswer = { status: number; body?: string; headers?: Record<string, string> } | 'hang' | 'close'
+/**
+ * What to answer: a status and body (after `delayMs`, a slow receiver), or 'hang' (never answer), or
+ * 'close' (drop the connection).
+ */
+export type ReceiverAnswer =
+  | { status: number; body?: string; headers?: Record<string, string>; delayMs?: number }
+  | 'hang'
+  | 'close'
 
 export interface WebhookReceiver {
   /** `http://127.0.0.1:<port>` */
@@ -49,8 +55,17 @@ export async function startReceiver(): Promise<WebhookReceiver> {
         request.socket.destroy()
         return
       }
-      response.writeHead(answer.status, answer.headers ?? {})
-      response.end(answer.body ?? '')
+      const respond = () => {
+        if (!response.destroyed) {
+          response.writeHead(answer.status, answer.headers ?? {})
+          response.end(answer.body ?? '')
+        }
+      }
+      if (answer.delayMs) {
+        setTimeout(respond, answer.delayMs)
+      } else {
+        respond()
+      }
     })
   })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))

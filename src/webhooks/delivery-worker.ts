@@ -39,6 +39,8 @@ export interface DeliveryWorkerOptions {
   /** Attempts under way at once to one endpoint: a slow or dead receiver holds no more slots than this. */
   perEndpoint?: number
   random?: () => number
+  /** Tests only: the lease's room beyond timeoutMs (default LEASE_MARGIN_MS). */
+  leaseMarginMs?: number
 }
 
 export interface DeliveryWorker {
@@ -59,7 +61,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const pollMs = options.pollMs ?? WORKER_DEFAULTS.pollMs
   const concurrency = options.concurrency ?? WORKER_DEFAULTS.concurrency
   const perEndpoint = options.perEndpoint ?? WORKER_DEFAULTS.perEndpoint
-  const leaseMs = options.timeoutMs + LEASE_MARGIN_MS
+  const leaseMs = options.timeoutMs + (options.leaseMarginMs ?? LEASE_MARGIN_MS)
   const policy = { scheduleS: options.retryScheduleS, random: options.random ?? Math.random }
   const inFlight = new Map<string, number>()
   const attempts = new Set<Promise<void>>()
