@@ -28,6 +28,11 @@ import type { DeliveryResult } from './webhook-post.js'
 
 /** Events one fan-out transaction takes at most. */
 export const DISPATCH_BATCH = 500
+/**
+ * An endpoint left with due deliveries after a claim (its slots were full) is looked at again this
+ * soon at the latest: when the claiming worker was killed, no completion of its will do it.
+ */
+export const REVISIT_MS = 1000
 /** Failing this long without a success disables an endpoint (`failing`). */
 export const FAILING_DISABLE_MS = 5 * 86_400_000
 
@@ -212,17 +217,30 @@ export async function claimDeliveries(
         )
         .execute()
     }
-    // Whatever is left due now waits for a free slot: a completion moves due_at back (markDue).
-    const next = await trx
-      .selectFrom('webhook_deliveries')
-      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
-      .where('account_id', '=', ref.accountId)
-      .where('endpoint_id', '=', ref.id)
-      .where('next_attempt_at', '>', at)
-      .executeTakeFirst()
+    // Whatever is left due now waits for a free slot: a completion moves due_at back (markDue). If
+    // this worker dies first, the endpoint is looked at again after REVISIT_MS, not at the lease's end.
+    const [next, stillDue] = await Promise.all([
+      trx
+        .selectFrom('webhook_deliveries')
+        .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+        .where('account_id', '=', ref.accountId)
+        .where('endpoint_id', '=', ref.id)
+        .where('next_attempt_at', '>', at)
+        .executeTakeFirst(),
+      trx
+        .selectFrom('webhook_deliveries')
+        .select('id')
+        .where('account_id', '=', ref.accountId)
+        .where('endpoint_id', '=', ref.id)
+        .where('next_attempt_at', '<=', at)
+        .limit(1)
+        .executeTakeFirst(),
+    ])
+    const revisit = new Date(now.getTime() + REVISIT_MS).toISOString()
+    const dueAt = stillDue && (next?.at ?? revisit) > revisit ? revisit : (next?.at ?? null)
     await trx
       .updateTable('webhook_endpoints')
-      .set({ due_at: next?.at ?? null })
+      .set({ due_at: dueAt })
       .where('account_id', '=', ref.accountId)
       .where('id', '=', ref.id)
       .execute()

@@ -144,7 +144,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     if (free <= 0) {
       return
     }
-    for (const ref of await dueEndpoints(db, clock.now(), free)) {
+    // Endpoints whose slots here are full may come back too: ask for enough to see past them.
+    for (const ref of await dueEndpoints(db, clock.now(), free + inFlight.size)) {
       const room = Math.min(
         perEndpoint - (inFlight.get(`${ref.accountId} ${ref.id}`) ?? 0),
         concurrency - inFlightTotal,

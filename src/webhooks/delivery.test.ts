@@ -472,4 +472,26 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     expect((await deliveries(endpoint.id)).map((row) => row.id)).toEqual([recent.id])
     expect(await purgeExpiredDeliveries(t.db, clock.now(), 30)).toBe(0)
   })
+
+  it("a worker killed holding one of an endpoint's deliveries delays the others by a second, not its lease", async () => {
+    const { endpoint } = await addEndpoint(acme)
+    for (const email of ['a@example.com', 'b@example.com', 'c@example.com']) {
+      await createContact(t, acme, { email })
+    }
+    await until(
+      async () => (await dispatchEvents(t.db, clock.now()), deliveries(endpoint.id)),
+      (rows) => rows.length === 3,
+    )
+    // A worker claims one (its slots full), then dies: no completion of its will come.
+    const claim = await claimDeliveries(t.db, { accountId: acme.id, id: endpoint.id }, clock.now(), 1, 40_000)
+    expect(claim?.deliveries).toHaveLength(1)
+    startWorker()
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(receiver.received).toHaveLength(0)
+    advance(1)
+    const got = await receiver.waitFor(2)
+    const sent = got.map((d) => JSON.parse(d.body).data.object.email as string).sort()
+    expect(sent).toHaveLength(2)
+    expect(sent).not.toContain(JSON.parse(claim?.deliveries[0]?.event_body ?? '{}').data.object.email)
+  })
 })
