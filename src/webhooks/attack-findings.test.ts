@@ -1,0 +1,149 @@
+// Defects found by attacking the webhooks feature from the outside (branch wt-attack).
+// Each test asserts the contract and is marked `it.fails` while the product does not meet it:
+// the suite stays green, and a fix makes the `it.fails` fail, to be turned into a plain `it`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestHarness } from '../../test/harness.js'
+import { shownKey, signUp } from '../../test/web-client.js'
+import type { Resolver } from './webhook-url.js'
+
+const BASE = '/api/v1/webhook_endpoints'
+const HOOK_URL = 'https://hooks.example.com/in'
+
+describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
+  const lookedUp: string[] = []
+  const resolve: Resolver = async (hostname) => {
+    lookedUp.push(hostname)
+    if (hostname === 'hooks.example.com') {
+      return [{ address: '93.184.216.34', family: 4 }]
+    }
+    if (/^localhost\.*$/.test(hostname) || /\.local\.*$/.test(hostname)) {
+      return [{ address: '127.0.0.1', family: 4 }]
+    }
+    throw Object.assign(new Error(`getaddrinfo ENOTFOUND ${hostname}`), { code: 'ENOTFOUND' })
+  }
+  let t: TestHarness
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect, resolve })
+  })
+  afterAll(() => t.close())
+
+  // DESIGN §11: roles `admin` (keys, webhooks, contacts), `member` (contacts only; can create
+  // read-only keys at most). The web app creates a full key for a member, and that key manages the
+  // account's webhooks through the API: create an endpoint (and receive every contact), roll a
+  // secret (and read it).
+  it.fails('DEFECT (high): a member cannot create a full-access key, so cannot manage webhooks through the API', async () => {
+    const owner = await signUp(t.app, 'attack-owner@example.com', 'Owner Co')
+    const member = await signUp(t.app, 'attack-member@example.com', 'Member Co')
+    await owner.client.get(`/app/${owner.accountId}/settings/members`)
+    const added = await owner.client.post(`/app/${owner.accountId}/settings/members`, {
+      email: 'attack-member@example.com',
+    })
+    expect(added.statusCode).toBe(303)
+
+    await member.client.get(`/app/${owner.accountId}/settings/api`)
+    const created = await member.client.post(`/app/${owner.accountId}/settings/api/keys`, {
+      name: 'member key',
+      scope: 'full',
+      expires: 'never',
+    })
+    const key = shownKey(created.body)
+    if (key !== undefined) {
+      // If a key was issued at all, it must not be able to write webhooks.
+      const res = await t.app.inject({
+        method: 'POST',
+        url: BASE,
+        headers: { authorization: `Bearer ${key}` },
+        payload: { url: HOOK_URL },
+      })
+      expect(res.statusCode, res.body).toBe(403)
+    }
+    const endpoints = await t.db
+      .selectFrom('webhook_endpoints')
+      .select('id')
+      .where('account_id', '=', owner.accountId)
+      .execute()
+    expect(endpoints).toEqual([])
+  })
+
+  // SECURITY-CHECKLIST "Web application accounts": any content type or malformed body on a web
+  // route → 4xx page, never 500. The webhook form (and every other web form) answers 500.
+  it.fails('DEFECT (medium): a text/plain or XML POST to the add-endpoint form is a 4xx, not a 500', async () => {
+    const owner = await signUp(t.app, 'attack-ctype@example.com', 'Ctype Co')
+    const page = await owner.client.get(`/app/${owner.accountId}/settings/api/webhooks/new`)
+    expect(page.statusCode).toBe(200)
+    const cookie = [...owner.client.cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+    for (const contentType of ['text/plain', 'application/xml']) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url: `/app/${owner.accountId}/settings/api/webhooks`,
+        headers: { cookie, 'content-type': contentType },
+        payload: `_csrf=${owner.client.csrf()}&url=${encodeURIComponent(HOOK_URL)}&events=*`,
+      })
+      expect(res.statusCode, contentType).toBeGreaterThanOrEqual(400)
+      expect(res.statusCode, contentType).toBeLessThan(500)
+    }
+  })
+
+  // docs/webhooks.md "Roll the secret": "The body may be left out". It may, only if the
+  // Content-Type header is left out too: a client that always sends application/json gets 400.
+  it.fails('DEFECT (low): roll_secret with Content-Type: application/json and no body uses the default overlap', async () => {
+    const acme = await t.createAccount()
+    const created = await t.inject(acme, { method: 'POST', url: BASE, payload: { url: HOOK_URL } })
+    expect(created.statusCode).toBe(201)
+    const res = await t.inject(acme, {
+      method: 'POST',
+      url: `${BASE}/${created.json().id}/roll_secret`,
+      headers: { 'content-type': 'application/json' },
+    })
+    expect(res.statusCode, res.body).toBe(200)
+  })
+
+  // Unknown fields are a 400 everywhere else ("foo is not a known field"); /test and /retry take
+  // no body yet accept and silently drop any JSON object.
+  it.fails('DEFECT (low): POST /test with an unknown body field is a 400, like every other body', async () => {
+    const acme = await t.createAccount()
+    const created = await t.inject(acme, { method: 'POST', url: BASE, payload: { url: HOOK_URL } })
+    const res = await t.inject(acme, {
+      method: 'POST',
+      url: `${BASE}/${created.json().id}/test`,
+      payload: { url: 'https://elsewhere.example.com/' },
+    })
+    expect(res.statusCode, res.body).toBe(400)
+  })
+
+  // docs/webhooks.md: events "each at most once". The 400 for a repeated type says "events must NOT
+  // have more than 1 items" (the message of the ["*"] branch), which misleads: 3 items are allowed.
+  it.fails('DEFECT (low): a duplicate event type gets a 400 that says it is a duplicate', async () => {
+    const acme = await t.createAccount()
+    const res = await t.inject(acme, {
+      method: 'POST',
+      url: BASE,
+      payload: { url: HOOK_URL, events: ['contact.created', 'contact.updated', 'contact.created'] },
+    })
+    expect(res.statusCode).toBe(400)
+    expect(res.json().detail).not.toContain('more than 1 items')
+  })
+
+  // Port 0 cannot be connected to; the URL rules accept it (and any port: no allowlist, see
+  // SECURITY-CHECKLIST API7 "ports outside the allowlist").
+  it.fails('DEFECT (low): a URL with port 0 is refused', async () => {
+    const acme = await t.createAccount()
+    const res = await t.inject(acme, { method: 'POST', url: BASE, payload: { url: 'https://93.184.216.34:0/' } })
+    expect(res.statusCode, res.body).toBe(400)
+  })
+
+  // docs/webhooks.md: a host name that is, or ends in, localhost/local/internal/home.arpa "is
+  // refused without a lookup". With two trailing dots the name rule is skipped and the name is
+  // looked up (the address rules still refuse it when it resolves to a private address).
+  it.fails('DEFECT (low): localhost.. and printer.local.. are refused by the name rule, without a lookup', async () => {
+    const acme = await t.createAccount()
+    for (const url of ['https://localhost../', 'https://printer.local../']) {
+      lookedUp.length = 0
+      const res = await t.inject(acme, { method: 'POST', url: BASE, payload: { url } })
+      expect(res.statusCode, url).toBe(400)
+      expect(lookedUp, url).toEqual([])
+      expect(res.json().detail, url).toContain('must not point to localhost or a private network name')
+    }
+  })
+})
