@@ -150,6 +150,9 @@ function fromValidation(error: FastifyError): AppError {
       }
       return { field, message: READ_ONLY_FIELDS.has(name) && !path ? 'is read-only' : 'is not a known field' }
     }
+    if (issue.keyword === 'enum' && Array.isArray(params.allowedValues)) {
+      return { field: path || 'body', message: `must be one of ${params.allowedValues.join(', ')}` }
+    }
     if (issue.keyword === 'required') {
       const name = String(params.missingProperty)
       return { field: path ? `${path}.${name}` : name, message: 'is required' }

@@ -6,6 +6,13 @@ import { PageQuery } from './pagination.js'
 
 export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()])
 
+/**
+ * One of a few strings, as a JSON Schema `enum` rather than a union of constants: a wrong value
+ * gets "must be one of a, b, c" (http/errors.ts), naming the choices.
+ */
+export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
+  Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
+
 export const Timestamp = Type.String({
   format: 'date-time',
   // Written by Date#toISOString: 24 characters, 27 for a year past 9999 (an expiry set that far).

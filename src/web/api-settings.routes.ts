@@ -92,7 +92,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       listAudit(db, account.id, 10),
       canManageWebhooks(role) ? listAccountEndpoints(db, account.id) : undefined,
     ])
-    return { accountId: account.id, keys: rows, days, now, activity, endpoints }
+    return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess: role !== 'member' }
   }
 
   async function findKeyOr404(accountId: string, keyId: string) {
@@ -152,6 +152,9 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
           : 'Choose the access and expiry from the lists.'
         return render(request, reply, (c) => apiSettingsPage(c, { ...data, values: { name: values.name }, error }), 400)
       }
+      if (values.scope === 'full') {
+        refuseMemberFullAccess(request)
+      }
       await checkKeyChangeBudget(account.id, now)
       const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
@@ -179,6 +182,9 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     async (request, reply) => {
       const { account } = accountContext(request)
       const key = await findKeyOr404(account.id, request.params.keyId)
+      if (key.apiKey.scopes.includes('write')) {
+        refuseMemberFullAccess(request)
+      }
       const now = deps.clock.now()
       // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
       if (key.apiKey.revoked_at === null) {
@@ -196,6 +202,9 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     async (request, reply) => {
       const { account } = accountContext(request)
       const old = await findKeyOr404(account.id, request.params.keyId)
+      if (old.apiKey.scopes.includes('write')) {
+        refuseMemberFullAccess(request)
+      }
       const { overlap } = formValues(request, ROLL_KEY_FIELDS)
       const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
@@ -214,4 +223,15 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       )
     },
   )
+}
+
+/**
+ * DESIGN §11: a member works on contacts and may hold read-only keys at most. A full-access key
+ * (issued, rolled or revoked) is for owners and admins: with one, a member could manage webhooks
+ * and send every contact change to a URL of theirs through the API.
+ */
+function refuseMemberFullAccess(request: FastifyRequest): void {
+  if (accountContext(request).role === 'member') {
+    throw new AppError('insufficient_scope', 'Members can create and manage read-only keys only.')
+  }
 }

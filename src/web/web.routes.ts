@@ -89,6 +89,10 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       reply.headers(appError.options.headers ?? {})
       return render(request, reply, (c) => errorPage(status, titleOf(appError.code), appError.message, c), status)
     }
+    if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
+      const message = 'Send the form as the browser does (application/x-www-form-urlencoded or multipart/form-data).'
+      return render(request, reply, (c) => errorPage(415, 'Unsupported content type', message, c), 415)
+    }
     if (error.statusCode === 413) {
       return render(request, reply, (c) => errorPage(413, 'Too large', 'The upload is larger than 5 MiB.', c), 413)
     }

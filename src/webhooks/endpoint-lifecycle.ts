@@ -7,7 +7,12 @@ import type { Database } from '../db/schema.js'
 import { inTransaction, type Trx } from '../db/transaction.js'
 import { AppError, invalidParameter } from '../http/errors.js'
 import { type DeliveryRow, findDelivery, insertTestDelivery, retryDelivery } from './deliveries.store.js'
-import { type CreateEndpointInput, ENDPOINTS_PER_ACCOUNT_MAX, type PatchEndpointInput } from './endpoints.js'
+import {
+  type CreateEndpointInput,
+  ENDPOINTS_PER_ACCOUNT_MAX,
+  eventsProblem,
+  type PatchEndpointInput,
+} from './endpoints.js'
 import {
   countEndpointsForCreate,
   deleteEndpoint,
@@ -53,6 +58,7 @@ export async function createEndpoint(
   now: Date,
   within?: (trx: Trx, created: EndpointWithSecret) => Promise<void>,
 ): Promise<EndpointWithSecret> {
+  checkEvents(input.events)
   const url = await checkedUrl(deps, input.url)
   const secret = newWebhookSecret()
   const endpoint = await inTransaction(deps.db, async (trx) => {
@@ -78,6 +84,7 @@ export async function changeEndpoint(
   actor: Actor,
   now: Date,
 ): Promise<EndpointRow> {
+  checkEvents(patch.events)
   const url = patch.url === undefined ? undefined : await checkedUrl(deps, patch.url)
   return inTransaction(deps.db, async (trx) => {
     const row = await updateEndpoint(trx, accountId, id, { ...patch, ...(url === undefined ? {} : { url }) }, now)
@@ -211,6 +218,13 @@ async function checkedUrl(deps: WebhookActionsDeps, raw: string): Promise<string
     throw invalidParameter('url', check.reason)
   }
   return check.url.href
+}
+
+function checkEvents(events: readonly string[] | undefined): void {
+  const problem = eventsProblem(events)
+  if (problem !== undefined) {
+    throw invalidParameter('events', problem)
+  }
 }
 
 const notFound = () => new AppError('not_found', 'No webhook endpoint with this id exists in this account.')

@@ -2,7 +2,7 @@
 // of its create and patch bodies, and the event types an endpoint can subscribe to.
 import { type Static, Type } from '@sinclair/typebox'
 import { EVENT_TYPES } from '../events/events.js'
-import { Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
 import type { WebhookEndpointsTable } from './webhooks.table.js'
 
 /** At most this many endpoints per account (403 quota_exceeded beyond). */
@@ -16,14 +16,14 @@ export const ROLL_OVERLAP_DEFAULT_S = 86_400
 /** The type of the event POST /webhook_endpoints/{id}/test sends: never in the feed, never subscribable. */
 export const TEST_EVENT_TYPE = 'webhook.test'
 
-const EventTypeSchema = Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))
-export const EndpointEvents = Type.Union(
-  [
-    Type.Array(Type.Literal('*'), { minItems: 1, maxItems: 1, description: 'Every event type.' }),
-    Type.Array(EventTypeSchema, { minItems: 1, maxItems: EVENT_TYPES.length, uniqueItems: true }),
-  ],
-  { description: 'The event types sent to this endpoint, or ["*"] for all.' },
-)
+type Subscribable = (typeof EVENT_TYPES)[number] | '*'
+const SubscribableType = StringEnum<readonly Subscribable[]>(['*', ...EVENT_TYPES])
+export const EndpointEvents = Type.Array(SubscribableType, {
+  minItems: 1,
+  maxItems: EVENT_TYPES.length,
+  uniqueItems: true,
+  description: 'The event types sent to this endpoint, or ["*"] (alone) for all.',
+})
 export type EndpointEvents = Static<typeof EndpointEvents>
 
 export const WebhookEndpointSchema = Type.Object(
@@ -79,7 +79,7 @@ export const PatchEndpointBody = Type.Object(
     url: Type.Optional(Url),
     description: Type.Optional(Description),
     events: Type.Optional(EndpointEvents),
-    status: Type.Optional(Type.Union([Type.Literal('enabled'), Type.Literal('disabled')])),
+    status: Type.Optional(StringEnum(['enabled', 'disabled'])),
   },
   { additionalProperties: false },
 )
@@ -113,6 +113,11 @@ export function toEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
     created_at: row.created_at,
     updated_at: row.updated_at,
   }
+}
+
+/** The rule the schema cannot state: `*` stands alone. Returns the problem, or undefined. */
+export function eventsProblem(events: readonly string[] | undefined): string | undefined {
+  return events?.includes('*') && events.length > 1 ? 'must be ["*"] alone or a list of event types' : undefined
 }
 
 /** Whether an endpoint subscribed with `events` receives an event of `type`. */

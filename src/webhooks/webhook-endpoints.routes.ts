@@ -58,6 +58,9 @@ const json = (status: number, body: unknown): IdempotentAnswer => ({
   location: null,
 })
 
+/** Routes that take no input in their body: `{}` or none, and an unknown field is 400 as everywhere. */
+const EmptyBody = Type.Object({}, { additionalProperties: false })
+
 export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
   const now = () => deps.clock.now()
@@ -241,6 +244,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     '/:id/test',
     {
+      preValidation: (request, _reply, done) => {
+        request.body ??= {}
+        done()
+      },
       schema: {
         operationId: 'testWebhookEndpoint',
         summary: 'Send a test event',
@@ -248,9 +255,16 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
           '202: a `webhook.test` event is queued for this endpoint, whatever it subscribes to; the answer is its delivery. A disabled endpoint is 409 `endpoint_disabled`.',
         params: IdParams,
         querystring: NoQuery,
+        body: EmptyBody,
         response: {
           202: jsonResponse(WebhookDeliverySchema, 'The delivery of the test event, queued.'),
-          ...apiProblems('insufficient_scope', 'not_found', 'endpoint_disabled', ...IDEMPOTENCY_PROBLEMS),
+          ...apiProblems(
+            'insufficient_scope',
+            'not_found',
+            'endpoint_disabled',
+            ...IDEMPOTENCY_PROBLEMS,
+            ...BODY_PROBLEMS,
+          ),
         },
       },
     },
@@ -324,6 +338,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     '/:id/deliveries/:delivery_id/retry',
     {
+      preValidation: (request, _reply, done) => {
+        request.body ??= {}
+        done()
+      },
       schema: {
         operationId: 'retryWebhookDelivery',
         summary: 'Retry a delivery',
@@ -331,9 +349,16 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
           '202: one more attempt of this delivery, now (unless one is under way). A disabled endpoint is 409 `endpoint_disabled`.',
         params: DeliveryParams,
         querystring: NoQuery,
+        body: EmptyBody,
         response: {
           202: jsonResponse(WebhookDeliverySchema, 'The delivery, due now.'),
-          ...apiProblems('insufficient_scope', 'not_found', 'endpoint_disabled', ...IDEMPOTENCY_PROBLEMS),
+          ...apiProblems(
+            'insufficient_scope',
+            'not_found',
+            'endpoint_disabled',
+            ...IDEMPOTENCY_PROBLEMS,
+            ...BODY_PROBLEMS,
+          ),
         },
       },
     },

@@ -118,6 +118,20 @@ describe('checkWebhookUrl', () => {
     expect(await check(url)).toMatchObject({ ok: true })
   })
 
+  it.each([
+    'https://public.example:22/',
+    'https://public.example:5432/',
+    'https://public.example:6379/',
+    'https://public.example:0/',
+    'https://public.example:80/',
+  ])('refuses %s: a port outside the list', async (url) => {
+    expect(await check(url)).toEqual({ ok: false, reason: 'must use port 443 or one of 8443, 8080, 8000, 9443' })
+  })
+
+  it('allows any port with WEBHOOK_ALLOW_PRIVATE_URLS (local receivers listen anywhere)', async () => {
+    expect(await checkWebhookUrl('http://127.0.0.1:5432/', { allowPrivate: true })).toMatchObject({ ok: true })
+  })
+
   it.each(REFUSED)('refuses the literal %s (%s)', async (address) => {
     const host = isIP(address) === 6 ? `[${address}]` : address
     const result = await check(`https://${host}/hooks`)

@@ -25,6 +25,9 @@ export type WebhookUrlCheck = { ok: true; url: URL } | { ok: false; reason: stri
 
 export const defaultResolver: Resolver = (hostname) => lookup(hostname, { all: true })
 
+/** The ports a webhook URL may name (WHATWG parsing drops :443 from https URLs, so none is 443). */
+export const WEBHOOK_PORTS: readonly number[] = [443, 8443, 8080, 8000, 9443]
+
 // A name lookup at creation must not hold a request for getaddrinfo's full retry cycle.
 const CREATE_RESOLVE_TIMEOUT_MS = 5000
 
@@ -108,7 +111,8 @@ export async function resolveWebhookTarget(
     return invalid('must not contain a username or password')
   }
   const hostname = url.hostname.replace(/^\[(.*)\]$/, '$1')
-  const name = hostname.replace(/\.$/, '')
+  // Every trailing dot: `localhost..` must meet the name rule as `localhost` does.
+  const name = hostname.replace(/\.+$/, '')
 
   const literal = isIP(hostname) !== 0
   let addresses: ResolvedAddress[]
@@ -146,6 +150,11 @@ export async function resolveWebhookTarget(
     }
     const ip = ipaddr.process(address)
     checked.push({ address: ip.toString(), family: ip.kind() === 'ipv4' ? 4 : 6 })
+  }
+  // A port outside the list could aim a delivery at a database or mail server on a public host
+  // (SSH 22, PostgreSQL 5432, Redis 6379, …): the HTTPS ports receivers use, nothing else.
+  if (!allowPrivate && url.port !== '' && !WEBHOOK_PORTS.includes(Number(url.port))) {
+    return invalid(`must use port 443 or one of ${WEBHOOK_PORTS.filter((p) => p !== 443).join(', ')}`)
   }
   return { ok: true, target: { url, hostname, addresses: checked } }
 }

@@ -67,6 +67,8 @@ export function apiSettingsPage(
     activity: AuditRecord[]
     /** The account's webhook endpoints; undefined when this person may not manage them. */
     endpoints: WebhookEndpoint[] | undefined
+    /** May issue full-access keys (owners and admins; a member only read-only ones). */
+    fullAccess: boolean
     notice?: string
     values?: { name?: string }
     error?: string
@@ -115,7 +117,7 @@ ${
 ${csrfInput(context.csrf)}
 <div class="row">
 <div>${field({ name: 'name', label: 'Name', value: data.values?.name, error: data.error, hint: 'e.g. Production server', required: true })}</div>
-<div><label for="f-scope">Access</label><select id="f-scope" name="scope"><option value="full">Full (read and write)</option><option value="read">Read-only</option></select></div>
+<div><label for="f-scope">Access</label><select id="f-scope" name="scope">${data.fullAccess ? raw('<option value="full">Full (read and write)</option>') : ''}<option value="read">Read-only</option></select></div>
 <div><label for="f-expires">Expires</label><select id="f-expires" name="expires">${Object.entries(EXPIRY_CHOICES).map(([value, label]) => html`<option value="${value}">${label}</option>`)}</select></div>
 <div class="shrink"><button type="submit">Create key</button></div>
 </div></form></div>
