@@ -12,7 +12,7 @@ export function eventPayload(eventBody: string): string {
   if (at < 0 || !eventBody.endsWith('}')) {
     throw new Error('stored event body is not in the form recordEvent writes')
   }
-  const event = JSON.parse(eventBody.slice(0, at) + '}') as { type: string; created_at: string }
+  const event = JSON.parse(`${eventBody.slice(0, at)}}`) as { type: string; created_at: string }
   return `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.created_at)}${eventBody.slice(at)}`
 }
 
