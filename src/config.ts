@@ -40,7 +40,7 @@ export interface WebhooksConfig {
   /** Development and tests only: allow http: and loopback/private targets. */
   readonly allowPrivateUrls: boolean
   /**
-   * Tests only (WEBHOOK_LEASE_MARGIN_MS, undocumented): the room a claim's lease leaves beyond the
+   * WEBHOOK_LEASE_MARGIN_MS (the process tests shorten it): the room a claim's lease leaves beyond the
    * timeout (delivery-worker.ts, default 30 s), shortened so that the kill -9 tests of
    * test/webhooks-*.test.ts see a killed attempt retried within seconds. Undefined: the default.
    */
