@@ -83,7 +83,8 @@ export async function dispatchEvents(db: Kysely<Database>, now: Date, batch = DI
           .execute()
       }
       const due = new Map(deliveries.map((delivery) => [`${delivery.account_id} ${delivery.endpoint_id}`, delivery]))
-      for (const delivery of due.values()) {
+      // In key order, as recordAttempts locks endpoints: no deadlock between them on PostgreSQL.
+      for (const [, delivery] of [...due].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
         await markDue(trx, delivery.account_id, delivery.endpoint_id, at)
       }
     }
@@ -285,89 +286,129 @@ export async function recordAttempt(
   policy: RetryPolicy,
   now: Date,
 ): Promise<AttemptRecord> {
+  return db.transaction().execute((trx) => recordOne(trx, { delivery, startedAt, result }, policy, now))
+}
+
+export interface Attempt {
+  delivery: ClaimedDelivery
+  startedAt: Date
+  result: DeliveryResult
+}
+
+/**
+ * Records several attempts' outcomes in one transaction, each exactly as recordAttempt would, in
+ * order: one commit (SQLite: one WAL write of the pages they share) instead of one per attempt. The
+ * worker batches the attempts that finish while the previous batch is being recorded. If the
+ * transaction fails, none is recorded: their leases run out and they are attempted again, as when a
+ * single record fails.
+ */
+export async function recordAttempts(
+  db: Kysely<Database>,
+  attempts: readonly Attempt[],
+  policy: RetryPolicy,
+  now: Date,
+): Promise<AttemptRecord[]> {
+  // Endpoint by endpoint, in one order for every writer (so is dispatchEvents' markDue): two
+  // workers' batches lock endpoint rows in the same order and cannot deadlock on PostgreSQL.
+  const order = attempts
+    .map((attempt, index) => ({ key: `${attempt.delivery.account_id} ${attempt.delivery.endpoint_id}`, index }))
+    .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
   return db.transaction().execute(async (trx) => {
-    const { account_id: accountId, endpoint_id: endpointId } = delivery
-    const at = now.toISOString()
-    const attempts = delivery.attempts + 1
-    let disabled: AttemptRecord['disabled'] = null
-    if (result.ok) {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ failing_since: null })
-        .where('account_id', '=', accountId)
-        .where('id', '=', endpointId)
-        .where('failing_since', 'is not', null)
-        .execute()
-    } else if (result.statusCode === 410) {
-      disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
-    } else {
-      await trx
-        .updateTable('webhook_endpoints')
-        .set({ failing_since: at })
-        .where('account_id', '=', accountId)
-        .where('id', '=', endpointId)
-        .where('failing_since', 'is', null)
-        .execute()
-      const endpoint = await trx
-        .selectFrom('webhook_endpoints')
-        .select(['status', 'failing_since'])
-        .where('account_id', '=', accountId)
-        .where('id', '=', endpointId)
-        .executeTakeFirst()
-      const since = endpoint?.failing_since
-      if (since && now.getTime() - Date.parse(since) >= FAILING_DISABLE_MS) {
-        disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
-      }
+    const records: AttemptRecord[] = new Array(attempts.length)
+    for (const { index } of order) {
+      records[index] = await recordOne(trx, attempts[index] as Attempt, policy, now)
     }
-    const endpointStatus = await trx
+    return records
+  })
+}
+
+async function recordOne(
+  trx: Trx,
+  { delivery, startedAt, result }: Attempt,
+  policy: RetryPolicy,
+  now: Date,
+): Promise<AttemptRecord> {
+  const { account_id: accountId, endpoint_id: endpointId } = delivery
+  const at = now.toISOString()
+  const attempts = delivery.attempts + 1
+  let disabled: AttemptRecord['disabled'] = null
+  if (result.ok) {
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: null })
+      .where('account_id', '=', accountId)
+      .where('id', '=', endpointId)
+      .where('failing_since', 'is not', null)
+      .execute()
+  } else if (result.statusCode === 410) {
+    disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
+  } else {
+    await trx
+      .updateTable('webhook_endpoints')
+      .set({ failing_since: at })
+      .where('account_id', '=', accountId)
+      .where('id', '=', endpointId)
+      .where('failing_since', 'is', null)
+      .execute()
+    const endpoint = await trx
       .selectFrom('webhook_endpoints')
-      .select('status')
+      .select(['status', 'failing_since'])
       .where('account_id', '=', accountId)
       .where('id', '=', endpointId)
       .executeTakeFirst()
-    const delay = policy.scheduleS[attempts - 1]
-    let status: AttemptStatus
-    let nextAttemptAt: string | null = null
-    if (result.ok) {
-      status = 'succeeded'
-    } else if (delay === undefined || endpointStatus?.status !== 'enabled') {
-      status = 'failed'
-    } else {
-      status = 'retrying'
-      const jittered = delay * 1000 * (0.9 + 0.2 * policy.random())
-      nextAttemptAt = new Date(now.getTime() + jittered).toISOString()
+    const since = endpoint?.failing_since
+    if (since && now.getTime() - Date.parse(since) >= FAILING_DISABLE_MS) {
+      disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
     }
-    const updated = await trx
-      .updateTable('webhook_deliveries')
-      .set({
-        status,
-        attempts,
-        next_attempt_at: nextAttemptAt,
-        lease_expires_at: null,
-        last_attempt_at: startedAt.toISOString(),
-        last_status_code: result.statusCode,
-        last_duration_ms: result.durationMs,
-        last_error: result.error,
-        last_response_excerpt: result.excerpt,
-      })
-      .where('account_id', '=', accountId)
-      .where('id', '=', delivery.id)
-      .where('lease_expires_at', '=', delivery.lease_expires_at)
-      .executeTakeFirst()
-    if (Number(updated.numUpdatedRows) === 0) {
-      return { status: 'stale', disabled }
-    }
-    // The endpoint may have more waiting: the claim moved due_at past them while this one was out.
-    const pending = await trx
-      .selectFrom('webhook_deliveries')
-      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
-      .where('account_id', '=', accountId)
-      .where('endpoint_id', '=', endpointId)
-      .where('next_attempt_at', 'is not', null)
-      .executeTakeFirst()
-    if (pending?.at) {
-      await markDue(trx, accountId, endpointId, pending.at)
-    }
-    return { status, disabled }
-  })
+  }
+  const endpointStatus = await trx
+    .selectFrom('webhook_endpoints')
+    .select('status')
+    .where('account_id', '=', accountId)
+    .where('id', '=', endpointId)
+    .executeTakeFirst()
+  const delay = policy.scheduleS[attempts - 1]
+  let status: AttemptStatus
+  let nextAttemptAt: string | null = null
+  if (result.ok) {
+    status = 'succeeded'
+  } else if (delay === undefined || endpointStatus?.status !== 'enabled') {
+    status = 'failed'
+  } else {
+    status = 'retrying'
+    const jittered = delay * 1000 * (0.9 + 0.2 * policy.random())
+    nextAttemptAt = new Date(now.getTime() + jittered).toISOString()
+  }
+  const updated = await trx
+    .updateTable('webhook_deliveries')
+    .set({
+      status,
+      attempts,
+      next_attempt_at: nextAttemptAt,
+      lease_expires_at: null,
+      last_attempt_at: startedAt.toISOString(),
+      last_status_code: result.statusCode,
+      last_duration_ms: result.durationMs,
+      last_error: result.error,
+      last_response_excerpt: result.excerpt,
+    })
+    .where('account_id', '=', accountId)
+    .where('id', '=', delivery.id)
+    .where('lease_expires_at', '=', delivery.lease_expires_at)
+    .executeTakeFirst()
+  if (Number(updated.numUpdatedRows) === 0) {
+    return { status: 'stale', disabled }
+  }
+  // The endpoint may have more waiting: the claim moved due_at past them while this one was out.
+  const pending = await trx
+    .selectFrom('webhook_deliveries')
+    .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+    .where('next_attempt_at', 'is not', null)
+    .executeTakeFirst()
+  if (pending?.at) {
+    await markDue(trx, accountId, endpointId, pending.at)
+  }
+  return { status, disabled }
 }

@@ -7,13 +7,15 @@ import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { Metrics } from '../observability/metrics.js'
 import {
+  type Attempt,
+  type AttemptRecord,
   type Claim,
   type ClaimedDelivery,
   claimDeliveries,
   DISPATCH_BATCH,
   dispatchEvents,
   dueEndpoints,
-  recordAttempt,
+  recordAttempts,
 } from './delivery-queue.js'
 import { type EndpointRow, liveSecrets } from './endpoints.store.js'
 import { deliveryPayload } from './payload.js'
@@ -53,6 +55,8 @@ export const WORKER_DEFAULTS = { pollMs: 100, concurrency: 64, perEndpoint: 8 } 
 // may take the delivery over.
 const LEASE_MARGIN_MS = 30_000
 const ERROR_BACKOFF_MS = 1000
+// Outcomes recorded in one transaction at most (recordAttempts).
+const RECORD_BATCH = 64
 
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { db, clock, metrics, log } = options
@@ -71,6 +75,45 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const wake = () => {
     woken = true
     wakeUp?.()
+  }
+
+  // Outcomes are recorded in batches: those that finish while a batch is being written make the
+  // next one (one transaction each, recordAttempts), so recording costs one commit per batch, not
+  // per attempt. An attempt's slot is freed once its outcome is recorded, as before.
+  const toRecord: Array<{
+    attempt: Attempt
+    resolve: (record: AttemptRecord) => void
+    reject: (error: unknown) => void
+  }> = []
+  let recording: Promise<void> | undefined
+
+  function record(attempt: Attempt): Promise<AttemptRecord> {
+    return new Promise((resolve, reject) => {
+      toRecord.push({ attempt, resolve, reject })
+      recording ??= recordBatches()
+    })
+  }
+
+  async function recordBatches(): Promise<void> {
+    // Attempts finishing in this turn of the event loop join the first batch.
+    await new Promise((resolve) => setImmediate(resolve))
+    while (toRecord.length > 0) {
+      const batch = toRecord.splice(0, RECORD_BATCH)
+      try {
+        const records = await recordAttempts(
+          db,
+          batch.map((entry) => entry.attempt),
+          policy,
+          clock.now(),
+        )
+        batch.forEach((entry, i) => entry.resolve(records[i] as AttemptRecord))
+      } catch (error) {
+        for (const entry of batch) {
+          entry.reject(error)
+        }
+      }
+    }
+    recording = undefined
   }
 
   async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<void> {
@@ -100,7 +143,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         ...(options.resolve ? { resolve: options.resolve } : {}),
       })
     }
-    const recorded = await recordAttempt(db, delivery, startedAt, result, policy, clock.now())
+    const recorded = await record({ delivery, startedAt, result })
     if (recorded.status !== 'stale') {
       metrics.webhookDeliveries.inc({ outcome: recorded.status })
     }
