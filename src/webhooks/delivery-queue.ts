@@ -315,34 +315,78 @@ export async function recordAttempts(
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
   return db.transaction().execute(async (trx) => {
     const records: AttemptRecord[] = new Array(attempts.length)
-    for (const { index } of order) {
-      records[index] = await recordOne(trx, attempts[index] as Attempt, policy, now)
+    // Per endpoint, the work every attempt of it would repeat is done once: failing_since is
+    // cleared by the first success (again only after a failure set it), and due_at is brought
+    // forward to the earliest delivery still pending once all of the endpoint's are recorded.
+    let group:
+      | { key: string; accountId: string; endpointId: string; state: EndpointState; recorded: boolean }
+      | undefined
+    const closeGroup = async () => {
+      if (group?.recorded) {
+        await markPending(trx, group.accountId, group.endpointId)
+      }
     }
+    for (const { key, index } of order) {
+      const attempt = attempts[index] as Attempt
+      if (group?.key !== key) {
+        await closeGroup()
+        group = {
+          key,
+          accountId: attempt.delivery.account_id,
+          endpointId: attempt.delivery.endpoint_id,
+          state: { failingCleared: false },
+          recorded: false,
+        }
+      }
+      const record = await recordOne(trx, attempt, policy, now, group.state)
+      group.recorded ||= record.status !== 'stale'
+      records[index] = record
+    }
+    await closeGroup()
     return records
   })
 }
 
+/** What a batch knows of an endpoint across its attempts (recordAttempts). */
+interface EndpointState {
+  /** This transaction cleared failing_since and no failure has set it since. */
+  failingCleared: boolean
+}
+
+/**
+ * One attempt's outcome. Alone (no `batch`), it also brings the endpoint's due_at forward to its
+ * earliest pending delivery; in a batch, recordAttempts does that once per endpoint.
+ */
 async function recordOne(
   trx: Trx,
   { delivery, startedAt, result }: Attempt,
   policy: RetryPolicy,
   now: Date,
+  batch?: EndpointState,
 ): Promise<AttemptRecord> {
   const { account_id: accountId, endpoint_id: endpointId } = delivery
   const at = now.toISOString()
   const attempts = delivery.attempts + 1
   let disabled: AttemptRecord['disabled'] = null
   if (result.ok) {
-    await trx
-      .updateTable('webhook_endpoints')
-      .set({ failing_since: null })
-      .where('account_id', '=', accountId)
-      .where('id', '=', endpointId)
-      .where('failing_since', 'is not', null)
-      .execute()
+    if (!batch?.failingCleared) {
+      await trx
+        .updateTable('webhook_endpoints')
+        .set({ failing_since: null })
+        .where('account_id', '=', accountId)
+        .where('id', '=', endpointId)
+        .where('failing_since', 'is not', null)
+        .execute()
+      if (batch) {
+        batch.failingCleared = true
+      }
+    }
   } else if (result.statusCode === 410) {
     disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
   } else {
+    if (batch) {
+      batch.failingCleared = false
+    }
     await trx
       .updateTable('webhook_endpoints')
       .set({ failing_since: at })
@@ -361,12 +405,15 @@ async function recordOne(
       disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
     }
   }
-  const endpointStatus = await trx
-    .selectFrom('webhook_endpoints')
-    .select('status')
-    .where('account_id', '=', accountId)
-    .where('id', '=', endpointId)
-    .executeTakeFirst()
+  // Only a failure's fate depends on the endpoint's status (a disabled endpoint gets no retry).
+  const endpointStatus = result.ok
+    ? undefined
+    : await trx
+        .selectFrom('webhook_endpoints')
+        .select('status')
+        .where('account_id', '=', accountId)
+        .where('id', '=', endpointId)
+        .executeTakeFirst()
   const delay = policy.scheduleS[attempts - 1]
   let status: AttemptStatus
   let nextAttemptAt: string | null = null
@@ -399,7 +446,14 @@ async function recordOne(
   if (Number(updated.numUpdatedRows) === 0) {
     return { status: 'stale', disabled }
   }
-  // The endpoint may have more waiting: the claim moved due_at past them while this one was out.
+  if (!batch) {
+    await markPending(trx, accountId, endpointId)
+  }
+  return { status, disabled }
+}
+
+/** The endpoint may have more waiting: the claim moved due_at past them while its attempts were out. */
+async function markPending(trx: Trx, accountId: string, endpointId: string): Promise<void> {
   const pending = await trx
     .selectFrom('webhook_deliveries')
     .select((eb) => eb.fn.min('next_attempt_at').as('at'))
@@ -410,5 +464,4 @@ async function recordOne(
   if (pending?.at) {
     await markDue(trx, accountId, endpointId, pending.at)
   }
-  return { status, disabled }
 }

@@ -85,12 +85,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     resolve: (record: AttemptRecord) => void
     reject: (error: unknown) => void
   }> = []
-  let recording: Promise<void> | undefined
+  let recording = false
 
   function record(attempt: Attempt): Promise<AttemptRecord> {
     return new Promise((resolve, reject) => {
       toRecord.push({ attempt, resolve, reject })
-      recording ??= recordBatches()
+      if (!recording) {
+        recording = true
+        void recordBatches()
+      }
     })
   }
 
@@ -106,14 +109,16 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
           policy,
           clock.now(),
         )
-        batch.forEach((entry, i) => entry.resolve(records[i] as AttemptRecord))
+        for (const [i, entry] of batch.entries()) {
+          entry.resolve(records[i] as AttemptRecord)
+        }
       } catch (error) {
         for (const entry of batch) {
           entry.reject(error)
         }
       }
     }
-    recording = undefined
+    recording = false
   }
 
   async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<void> {
