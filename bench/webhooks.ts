@@ -10,7 +10,7 @@
 //    created_at, stamped in the writing transaction just before its commit, so the lag is
 //    overstated by the commit's duration, never understated).
 // 3. writes: POST /contacts req/s with no endpoint, then 10, then none again (their mean is the
-//    reference), same server, same load, WEBHOOK_WORKER=off throughout: the question is whether the
+//    reference), same server after a run to warm it up, same load, WEBHOOK_WORKER=off throughout: the question is whether the
 //    write path slows as endpoints are added, and a worker on the same core would measure its own
 //    delivery work instead (10 deliveries per write).
 import type { ChildProcess } from 'node:child_process'
@@ -436,6 +436,8 @@ export async function runWebhooks(
   const plain = await startProcess('serve', false)
   const writePinned = new Set<number>()
   const backends = pgUrl ? () => pinBackends(kit, pgUrl, writePinned) : undefined
+  // A first run warms the new server up (JIT, the pool); the first run of a fresh server is slower.
+  await kit.measureCreate(db, plain.url, plain.child.pid, backends, headers)
   const none1 = await kit.measureCreate(db, plain.url, plain.child.pid, backends, headers)
   const ids = await addEndpoints('writes', plan.writeEndpoints)
   const withEndpoints = await kit.measureCreate(db, plain.url, plain.child.pid, backends, headers)
