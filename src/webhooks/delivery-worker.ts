@@ -20,7 +20,7 @@ import {
 import { type EndpointRow, liveSecrets } from './endpoints.store.js'
 import { deliveryPayload } from './payload.js'
 import { webhookHeaders } from './signing.js'
-import { type DeliveryResult, postWebhook } from './webhook-post.js'
+import { type DeliveryResult, EndpointConnections, postWebhook } from './webhook-post.js'
 import type { Resolver } from './webhook-url.js'
 
 export interface DeliveryWorkerOptions {
@@ -57,6 +57,7 @@ const LEASE_MARGIN_MS = 30_000
 const ERROR_BACKOFF_MS = 1000
 // Outcomes recorded in one transaction at most (recordAttempts).
 const RECORD_BATCH = 64
+const CONNECTIONS_IDLE_MS = 60_000
 
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { db, clock, metrics, log } = options
@@ -66,6 +67,27 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const leaseMs = options.timeoutMs + LEASE_MARGIN_MS
   const policy = { scheduleS: options.retryScheduleS, random: options.random ?? Math.random }
   const inFlight = new Map<string, number>()
+  // Each endpoint's keep-alive connections (webhook-post.ts), closed once unused for a minute.
+  const connections = new Map<string, { pool: EndpointConnections; usedAt: number }>()
+  let prunedAt = Date.now()
+  const connectionsOf = (key: string): EndpointConnections => {
+    let entry = connections.get(key)
+    if (!entry) {
+      entry = { pool: new EndpointConnections(perEndpoint), usedAt: 0 }
+      connections.set(key, entry)
+    }
+    entry.usedAt = Date.now()
+    return entry.pool
+  }
+  const pruneConnections = (all: boolean) => {
+    prunedAt = Date.now()
+    for (const [key, entry] of connections) {
+      if (all || (prunedAt - entry.usedAt > CONNECTIONS_IDLE_MS && !inFlight.has(key))) {
+        entry.pool.close()
+        connections.delete(key)
+      }
+    }
+  }
   const attempts = new Set<Promise<void>>()
   let inFlightTotal = 0
   let stopped = false
@@ -145,6 +167,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         body,
         timeoutMs: options.timeoutMs,
         allowPrivate: options.allowPrivateUrls,
+        connections: connectionsOf(`${endpoint.account_id} ${endpoint.id}`),
         ...(options.resolve ? { resolve: options.resolve } : {}),
       })
     }
@@ -178,6 +201,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   }
 
   async function tick(): Promise<void> {
+    if (Date.now() - prunedAt > CONNECTIONS_IDLE_MS) {
+      pruneConnections(false)
+    }
     while ((await dispatchEvents(db, clock.now())) === DISPATCH_BATCH && !stopped) {
       // a backlog: fan it all out before claiming
     }
@@ -230,6 +256,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       wakeUp?.()
       await loop
       await Promise.all([...attempts])
+      pruneConnections(true)
     },
   }
 }
