@@ -300,6 +300,40 @@ describe('postWebhook: keep-alive connections of one endpoint', () => {
     }
   })
 
+  it('a kept-alive connection reset on reuse is sent once more on a new one', async () => {
+    const served = new WeakMap<object, number>()
+    const receiver = await startReceiver((request, response) => {
+      const count = (served.get(request.socket) ?? 0) + 1
+      served.set(request.socket, count)
+      if (count > 1) {
+        request.socket.destroy() // as if it had closed the idle connection just as the request came
+        return
+      }
+      response.end('ok')
+    })
+    const connections = new EndpointConnections(8)
+    try {
+      const url = `http://hooks.test:${receiver.port}/`
+      expect(await post({ url, connections })).toMatchObject({ ok: true, statusCode: 200 })
+      expect(await post({ url, connections })).toMatchObject({ ok: true, statusCode: 200 })
+      expect(receiver.connections).toBe(2)
+    } finally {
+      connections.close()
+    }
+  })
+
+  it('a reset on a new connection is not sent again', async () => {
+    const receiver = await startReceiver((request) => request.socket.destroy())
+    const connections = new EndpointConnections(8)
+    try {
+      const result = await post({ url: `http://hooks.test:${receiver.port}/`, connections })
+      expect(result).toMatchObject({ ok: false, statusCode: null, error: 'connection reset' })
+      expect(receiver.received).toHaveLength(1)
+    } finally {
+      connections.close()
+    }
+  })
+
   it('a response cut at the excerpt limit closes the connection', async () => {
     const receiver = await startReceiver((_request, response) => response.end('x'.repeat(EXCERPT_MAX_BYTES * 4)))
     const connections = new EndpointConnections(8)

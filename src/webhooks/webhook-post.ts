@@ -129,43 +129,65 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
 
     const { url } = target
     const transport = url.protocol === 'https:' ? https : http
-    try {
-      request = transport.request({
-        protocol: url.protocol,
-        hostname: target.hostname,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
-        // The endpoint's own keep-alive connections, or a fresh one: no socket is shared between
-        // endpoints (or tenants).
-        agent: post.connections ? post.connections.agentFor(target) : false,
-        lookup,
-      })
-    } catch {
-      // Node validates header names and values synchronously (e.g. CR/LF in a value).
-      finish('invalid request')
-      return
-    }
-    request.on('error', (error) => finish(networkError(error)))
-    request.on('response', (response) => {
-      statusCode = response.statusCode ?? null
-      response.on('data', (chunk: Buffer) => {
-        const room = EXCERPT_MAX_BYTES - received
-        chunks.push(chunk.subarray(0, room))
-        received += Math.min(room, chunk.length)
-        if (received >= EXCERPT_MAX_BYTES) {
-          finish(statusError(statusCode))
+    const open = (retry: boolean): void => {
+      let sent: http.ClientRequest
+      try {
+        sent = transport.request({
+          protocol: url.protocol,
+          hostname: target.hostname,
+          port: url.port === '' ? undefined : Number(url.port),
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
+          // The endpoint's own keep-alive connections, or a fresh one: no socket is shared between
+          // endpoints (or tenants).
+          agent: post.connections ? post.connections.agentFor(target) : false,
+          lookup,
+        })
+      } catch {
+        // Node validates header names and values synchronously (e.g. CR/LF in a value).
+        finish('invalid request')
+        return
+      }
+      request = sent
+      sent.on('error', (error) => {
+        // A kept-alive connection the receiver closed while idle resets as it is reused: sent once
+        // more at once, on a new connection (at least once: a receiver that did get it sees the same
+        // webhook-id twice). Within the same timeout.
+        const code = (error as NodeJS.ErrnoException).code
+        if (
+          !retry &&
+          !settled &&
+          sent.reusedSocket &&
+          statusCode === null &&
+          (code === 'ECONNRESET' || code === 'EPIPE')
+        ) {
+          sent.destroy()
+          open(true)
+          return
         }
+        finish(networkError(error))
       })
-      response.on('end', () => {
-        complete = true
-        finish(statusError(statusCode))
+      sent.on('response', (response) => {
+        statusCode = response.statusCode ?? null
+        response.on('data', (chunk: Buffer) => {
+          const room = EXCERPT_MAX_BYTES - received
+          chunks.push(chunk.subarray(0, room))
+          received += Math.min(room, chunk.length)
+          if (received >= EXCERPT_MAX_BYTES) {
+            finish(statusError(statusCode))
+          }
+        })
+        response.on('end', () => {
+          complete = true
+          finish(statusError(statusCode))
+        })
+        response.on('error', (error) => finish(networkError(error)))
+        response.on('close', () => finish(response.complete ? statusError(statusCode) : 'connection closed'))
       })
-      response.on('error', (error) => finish(networkError(error)))
-      response.on('close', () => finish(response.complete ? statusError(statusCode) : 'connection closed'))
-    })
-    request.end(post.body)
+      sent.end(post.body)
+    }
+    open(false)
   })
 }
 
