@@ -11,6 +11,10 @@ declare module 'autocannon' {
     url: string
     connections?: number
     duration?: number
+    /** Requests per second from all connections together (paced load). */
+    overallRate?: number
+    /** Stop after this many requests. */
+    amount?: number
     requests?: Request[]
   }
   interface Result {

@@ -15,6 +15,8 @@ export interface LoadSpec {
   body: 'none' | 'create' | 'patch'
   ids?: string[]
   connections: number
+  /** Paced load: requests per second from all connections together (autocannon's overallRate). */
+  rate?: number
   warmupSeconds: number
   rounds: number
   seconds: number
@@ -72,6 +74,7 @@ async function runLoad(spec: LoadSpec, seconds: number): Promise<LoadResult> {
     url: spec.url,
     connections: spec.connections,
     duration: seconds,
+    ...(spec.rate ? { overallRate: spec.rate } : {}),
     requests: [{ method: spec.method, path: spec.path, headers, setupRequest }],
   })
   instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {

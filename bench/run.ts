@@ -4,7 +4,9 @@
 // generator (bench/load.ts, autocannon) in another pinned to core 1, when `taskset` exists. With
 // PostgreSQL, its backends serving the bench database are pinned to core 0 with the server, so the
 // service as a whole gets one core, as SQLite (in-process) does and as the baseline does.
-// Options: --quick, --db=sqlite,postgres, --scenario=me,list,..., --contacts=N (the big account;
+// Webhook delivery (bench/webhooks.ts: throughput, lag, writes with endpoints) runs as the scenario
+// `webhooks`, on a small database of its own, after the contact scenarios.
+// Options: --quick, --db=sqlite,postgres, --scenario=me,list,...,webhooks, --contacts=N (the big account;
 // the deep page is at 90%), --rounds=N, --seconds=N,
 // --warmup=N, --connections=N, --cpu-prof (profiles under bench/results/profiles/), --keep (keep the
 // SQLite file), --pg-free (leave PostgreSQL backends unpinned). BENCH_DATABASE_URL (else
@@ -23,6 +25,7 @@ import { encodeCursor } from '../src/http/pagination.js'
 import { type ExplainedFilter, explainFilters, formatExplained } from './explain.js'
 import type { LoadResult, LoadSpec } from './load.js'
 import { type SeedPlan, type SeedResult, seedPostgres, seedSqlite } from './seed.js'
+import { type BenchKit, runWebhooks, WEBHOOK_PLANS, type WebhookResult } from './webhooks.js'
 
 type Db = 'sqlite' | 'postgres'
 
@@ -707,33 +710,45 @@ async function main(): Promise<number> {
 
   const started = Date.now()
   const results: ScenarioResult[] = []
+  const webhooks: WebhookResult[] = []
   const seedSeconds: Partial<Record<Db, number>> = {}
   const explain: Partial<Record<Db, ExplainedFilter[]>> = {}
   let page: Buffer | undefined
+  const contactScenarios = !options.scenarios || options.scenarios.some((name) => name !== 'webhooks')
+  const webhookScenario = !options.scenarios || options.scenarios.includes('webhooks')
   try {
-    for (const db of options.dbs) {
-      const run = await runDb(db, options, taskset, cleanups)
-      results.push(...run.results)
-      seedSeconds[db] = run.seedSeconds
-      explain[db] = run.explained
-      page ??= run.page
+    if (contactScenarios) {
+      for (const db of options.dbs) {
+        const run = await runDb(db, options, taskset, cleanups)
+        results.push(...run.results)
+        seedSeconds[db] = run.seedSeconds
+        explain[db] = run.explained
+        page ??= run.page
+      }
+      if (!page) {
+        throw new Error('no list page was captured for the baseline')
+      }
+      const baseline = await runBaseline(options, taskset, page, cleanups)
+      for (const result of results) {
+        result.ratio = result.rps / baseline.rps
+        result.cpuRatio = baseline.cpuUsPerRequest / result.cpuUsPerRequest
+      }
+      results.unshift(baseline)
     }
-    if (!page) {
-      throw new Error('no list page was captured for the baseline')
+    if (webhookScenario) {
+      const kit = benchKit(options, taskset)
+      for (const db of options.dbs) {
+        webhooks.push(await runWebhooks(db, WEBHOOK_PLANS[options.quick ? 'quick' : 'full'], kit, cleanups))
+        await runCleanups(cleanups)
+      }
     }
-    const baseline = await runBaseline(options, taskset, page, cleanups)
-    for (const result of results) {
-      result.ratio = result.rps / baseline.rps
-      result.cpuRatio = baseline.cpuUsPerRequest / result.cpuUsPerRequest
-    }
-    results.unshift(baseline)
   } finally {
     if (!interrupted) {
       await runCleanups(cleanups)
     }
   }
 
-  const targets = evaluate(results)
+  const targets = [...(contactScenarios ? evaluate(results) : []), ...evaluateWebhooks(webhooks)]
   const loadAfter = os.loadavg()
   const report = {
     startedAt: new Date(started).toISOString(),
@@ -742,6 +757,7 @@ async function main(): Promise<number> {
     options: { ...options, pgAdminUrl: undefined },
     seedSeconds,
     results,
+    webhooks,
     targets,
     explain,
   }
@@ -752,7 +768,12 @@ async function main(): Promise<number> {
   )
   writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`)
 
-  console.log(`\n${table(results)}\n`)
+  if (results.length > 0) {
+    console.log(`\n${table(results)}\n`)
+  }
+  if (webhooks.length > 0) {
+    console.log(`\n${webhookTable(webhooks)}\n`)
+  }
   const baseline = results.find((r) => r.db === 'raw')
   if (baseline) {
     const busy = (baseline.rps * baseline.cpuUsPerRequest) / 1e6
@@ -768,6 +789,69 @@ async function main(): Promise<number> {
   )
   console.log(`results: ${path.relative(ROOT, file)}`)
   return 0
+}
+
+/** The webhook benches' helpers: the same process handling, pinning and load generator as the rest. */
+function benchKit(options: Options, taskset: boolean): BenchKit {
+  return {
+    taskset,
+    serverCore: SERVER_CORE,
+    loadCore: LOAD_CORE,
+    results: RESULTS,
+    pgAdminUrl: options.pgAdminUrl,
+    pinPostgres: options.pinPostgres,
+    cpuProf: options.cpuProf,
+    log,
+    freePort,
+    spawnNode: (args, core, pin, env) => spawnNode(args, core, pin, env),
+    waitForHttp,
+    stopProcess,
+    cpuMsOf,
+    load,
+    measureCreate: async (db, url, pid, backends, headers) => {
+      const create = scenariosFor(
+        { big: { accountId: '', key: '' }, smallKeys: [], deepId: '', patchIds: [], seconds: 0 },
+        '',
+      ).find((s) => s.name === 'create') as Scenario
+      return measure(options, taskset, { db, url, pid, ...(backends ? { beforeEach: backends } : {}) }, create, headers)
+    },
+  }
+}
+
+function evaluateWebhooks(runs: WebhookResult[]): Target[] {
+  const targets: Target[] = []
+  for (const run of runs) {
+    const name = run.db === 'sqlite' ? 'SQLite' : 'PostgreSQL'
+    targets.push({
+      name: `webhook lag at ${run.lag.rate} writes/s × ${run.lag.endpoints} endpoints p50 ≤ 100 ms, p99 ≤ 1 s, ${name}`,
+      met: run.lag.p50 <= 100 && run.lag.p99 <= 1000,
+      detail: `p50 ${run.lag.p50} ms, p99 ${run.lag.p99} ms, max ${run.lag.max} ms`,
+    })
+    targets.push({
+      name: `webhook deliveries ≥ 2,000/s on one core, ${name}`,
+      met: run.throughput.perSecond >= 2000,
+      detail: `${Math.round(run.throughput.perSecond).toLocaleString('en-US')}/s (${run.throughput.deliveries.toLocaleString('en-US')} to ${run.throughput.endpoints} endpoints; ${run.throughput.cpuUsPerDelivery.toFixed(0)} µs CPU each)`,
+    })
+    targets.push({
+      name: `POST /contacts with ${run.writes.endpoints} endpoints within 10 % of none, ${name}`,
+      met: run.writes.ratio >= 0.9,
+      detail: `${(run.writes.ratio * 100).toFixed(1)} % (${run.writes.none.map((r) => Math.round(r.rps)).join(' / ')} req/s without, ${Math.round(run.writes.with.rps)} with)`,
+    })
+  }
+  return targets
+}
+
+function webhookTable(runs: WebhookResult[]): string {
+  const lines = [
+    '| database | deliveries/s (backlog) | CPU µs/delivery | lag p50 ms | lag p99 ms | lag max ms | POST req/s: none / 10 endpoints / none |',
+    '|---|--:|--:|--:|--:|--:|--:|',
+  ]
+  for (const run of runs) {
+    lines.push(
+      `| ${run.db === 'sqlite' ? 'SQLite' : 'PostgreSQL'} | ${Math.round(run.throughput.perSecond).toLocaleString('en-US')} | ${run.throughput.cpuUsPerDelivery.toFixed(0)}${run.db === 'postgres' ? ` (${run.throughput.dbCpuUsPerDelivery.toFixed(0)} db)` : ''} | ${run.lag.p50} | ${run.lag.p99} | ${run.lag.max} | ${Math.round(run.writes.none[0]?.rps ?? 0)} / ${Math.round(run.writes.with.rps)} / ${Math.round(run.writes.none[1]?.rps ?? 0)} (${(run.writes.ratio * 100).toFixed(1)} %) |`,
+    )
+  }
+  return lines.join('\n')
 }
 
 async function runCleanups(cleanups: Array<() => Promise<void>>): Promise<void> {

@@ -7,18 +7,20 @@ import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { Metrics } from '../observability/metrics.js'
 import {
+  type Attempt,
+  type AttemptRecord,
   type Claim,
   type ClaimedDelivery,
   claimDeliveries,
   DISPATCH_BATCH,
   dispatchEvents,
   dueEndpoints,
-  recordAttempt,
+  recordAttempts,
 } from './delivery-queue.js'
 import { type EndpointRow, liveSecrets } from './endpoints.store.js'
 import { deliveryPayload } from './payload.js'
 import { webhookHeaders } from './signing.js'
-import { type DeliveryResult, postWebhook } from './webhook-post.js'
+import { type DeliveryResult, EndpointConnections, postWebhook } from './webhook-post.js'
 import type { Resolver } from './webhook-url.js'
 
 export interface DeliveryWorkerOptions {
@@ -50,11 +52,14 @@ export interface DeliveryWorker {
   stop(): Promise<void>
 }
 
-export const WORKER_DEFAULTS = { pollMs: 100, concurrency: 64, perEndpoint: 8 } as const
+export const WORKER_DEFAULTS = { pollMs: 50, concurrency: 64, perEndpoint: 8 } as const
 // An attempt lasts at most timeoutMs; the lease adds room for recording it before another worker
 // may take the delivery over.
 const LEASE_MARGIN_MS = 30_000
 const ERROR_BACKOFF_MS = 1000
+// Outcomes recorded in one transaction at most (recordAttempts).
+const RECORD_BATCH = 64
+const CONNECTIONS_IDLE_MS = 60_000
 
 export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWorker {
   const { db, clock, metrics, log } = options
@@ -64,6 +69,27 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const leaseMs = options.timeoutMs + (options.leaseMarginMs ?? LEASE_MARGIN_MS)
   const policy = { scheduleS: options.retryScheduleS, random: options.random ?? Math.random }
   const inFlight = new Map<string, number>()
+  // Each endpoint's keep-alive connections (webhook-post.ts), closed once unused for a minute.
+  const connections = new Map<string, { pool: EndpointConnections; usedAt: number }>()
+  let prunedAt = Date.now()
+  const connectionsOf = (key: string): EndpointConnections => {
+    let entry = connections.get(key)
+    if (!entry) {
+      entry = { pool: new EndpointConnections(perEndpoint), usedAt: 0 }
+      connections.set(key, entry)
+    }
+    entry.usedAt = Date.now()
+    return entry.pool
+  }
+  const pruneConnections = (all: boolean) => {
+    prunedAt = Date.now()
+    for (const [key, entry] of connections) {
+      if (all || (prunedAt - entry.usedAt > CONNECTIONS_IDLE_MS && !inFlight.has(key))) {
+        entry.pool.close()
+        connections.delete(key)
+      }
+    }
+  }
   const attempts = new Set<Promise<void>>()
   let inFlightTotal = 0
   let stopped = false
@@ -73,6 +99,50 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   const wake = () => {
     woken = true
     wakeUp?.()
+  }
+
+  // Outcomes are recorded in batches: those that finish while a batch is being written make the
+  // next one (one transaction each, recordAttempts), so recording costs one commit per batch, not
+  // per attempt. An attempt's slot is freed once its outcome is recorded, as before.
+  const toRecord: Array<{
+    attempt: Attempt
+    resolve: (record: AttemptRecord) => void
+    reject: (error: unknown) => void
+  }> = []
+  let recording = false
+
+  function record(attempt: Attempt): Promise<AttemptRecord> {
+    return new Promise((resolve, reject) => {
+      toRecord.push({ attempt, resolve, reject })
+      if (!recording) {
+        recording = true
+        void recordBatches()
+      }
+    })
+  }
+
+  async function recordBatches(): Promise<void> {
+    // Attempts finishing in this turn of the event loop join the first batch.
+    await new Promise((resolve) => setImmediate(resolve))
+    while (toRecord.length > 0) {
+      const batch = toRecord.splice(0, RECORD_BATCH)
+      try {
+        const records = await recordAttempts(
+          db,
+          batch.map((entry) => entry.attempt),
+          policy,
+          clock.now(),
+        )
+        for (const [i, entry] of batch.entries()) {
+          entry.resolve(records[i] as AttemptRecord)
+        }
+      } catch (error) {
+        for (const entry of batch) {
+          entry.reject(error)
+        }
+      }
+    }
+    recording = false
   }
 
   async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<void> {
@@ -104,10 +174,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         body,
         timeoutMs: options.timeoutMs,
         allowPrivate: options.allowPrivateUrls,
+        connections: connectionsOf(`${endpoint.account_id} ${endpoint.id}`),
         ...(options.resolve ? { resolve: options.resolve } : {}),
       })
     }
-    const recorded = await recordAttempt(db, delivery, startedAt, result, policy, clock.now(), body === undefined)
+    const recorded = await record({ delivery, startedAt, result, final: body === undefined })
     if (recorded.status !== 'stale') {
       metrics.webhookDeliveries.inc({ outcome: recorded.status })
     }
@@ -137,6 +208,9 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   }
 
   async function tick(): Promise<void> {
+    if (Date.now() - prunedAt > CONNECTIONS_IDLE_MS) {
+      pruneConnections(false)
+    }
     while ((await dispatchEvents(db, clock.now())) === DISPATCH_BATCH && !stopped) {
       // a backlog: fan it all out before claiming
     }
@@ -190,6 +264,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       wakeUp?.()
       await loop
       await Promise.all([...attempts])
+      pruneConnections(true)
     },
   }
 }

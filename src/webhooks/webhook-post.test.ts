@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net'
 import { createSecureContext } from 'node:tls'
 import { afterEach, describe, expect, it } from 'vitest'
 import { staticResolver } from '../../test/static-resolver.js'
-import { EXCERPT_MAX_BYTES, postWebhook, type WebhookPost } from './webhook-post.js'
+import { EndpointConnections, EXCERPT_MAX_BYTES, postWebhook, type WebhookPost } from './webhook-post.js'
 
 type Received = { method: string; url: string; headers: http.IncomingHttpHeaders; body: string }
 type Receiver = { port: number; received: Received[]; connections: number }
@@ -257,5 +257,92 @@ describe('postWebhook: what is refused', () => {
     const result = await post({ url: `http://127.0.0.1:${receiver.port}/`, headers: { 'x-evil': 'a\r\nhost: b' } })
     expect(result).toMatchObject({ ok: false, error: 'invalid request' })
     expect(receiver.connections).toBe(0)
+  })
+})
+
+describe('postWebhook: keep-alive connections of one endpoint', () => {
+  it('reuses the endpoint’s own connection, and never another endpoint’s', async () => {
+    const receiver = await startReceiver()
+    const url = `http://hooks.test:${receiver.port}/hooks`
+    const first = new EndpointConnections(8)
+    const second = new EndpointConnections(8)
+    try {
+      for (let i = 0; i < 3; i++) {
+        expect(await post({ url, connections: first })).toMatchObject({ ok: true, statusCode: 200 })
+      }
+      expect(receiver.connections).toBe(1)
+      expect(await post({ url, connections: second })).toMatchObject({ ok: true, statusCode: 200 })
+      expect(receiver.connections).toBe(2)
+    } finally {
+      first.close()
+      second.close()
+    }
+  })
+
+  it('a new checked address gets a new connection, made through the check', async () => {
+    const receiver = await startReceiver()
+    const connections = new EndpointConnections(8)
+    try {
+      await post({ url: `http://hooks.test:${receiver.port}/`, connections })
+      const moved = staticResolver({ 'hooks.test': ['127.0.0.1', '::1'] })
+      await post({ url: `http://hooks.test:${receiver.port}/`, connections, resolve: moved })
+      expect(receiver.connections).toBe(2)
+      const blocked = await post({
+        url: `http://hooks.test:${receiver.port}/`,
+        connections,
+        allowPrivate: false,
+      })
+      expect(blocked.ok).toBe(false)
+      expect(receiver.connections).toBe(2)
+      expect(receiver.received).toHaveLength(2)
+    } finally {
+      connections.close()
+    }
+  })
+
+  it('a kept-alive connection reset on reuse is sent once more on a new one', async () => {
+    const served = new WeakMap<object, number>()
+    const receiver = await startReceiver((request, response) => {
+      const count = (served.get(request.socket) ?? 0) + 1
+      served.set(request.socket, count)
+      if (count > 1) {
+        request.socket.destroy() // as if it had closed the idle connection just as the request came
+        return
+      }
+      response.end('ok')
+    })
+    const connections = new EndpointConnections(8)
+    try {
+      const url = `http://hooks.test:${receiver.port}/`
+      expect(await post({ url, connections })).toMatchObject({ ok: true, statusCode: 200 })
+      expect(await post({ url, connections })).toMatchObject({ ok: true, statusCode: 200 })
+      expect(receiver.connections).toBe(2)
+    } finally {
+      connections.close()
+    }
+  })
+
+  it('a reset on a new connection is not sent again', async () => {
+    const receiver = await startReceiver((request) => request.socket.destroy())
+    const connections = new EndpointConnections(8)
+    try {
+      const result = await post({ url: `http://hooks.test:${receiver.port}/`, connections })
+      expect(result).toMatchObject({ ok: false, statusCode: null, error: 'connection reset' })
+      expect(receiver.received).toHaveLength(1)
+    } finally {
+      connections.close()
+    }
+  })
+
+  it('a response cut at the excerpt limit closes the connection', async () => {
+    const receiver = await startReceiver((_request, response) => response.end('x'.repeat(EXCERPT_MAX_BYTES * 4)))
+    const connections = new EndpointConnections(8)
+    try {
+      await post({ url: `http://hooks.test:${receiver.port}/`, connections })
+      await post({ url: `http://hooks.test:${receiver.port}/`, connections })
+      expect(receiver.connections).toBe(2)
+    } finally {
+      connections.close()
+    }
   })
 })

@@ -14,6 +14,42 @@ export type WebhookPost = {
   /** WEBHOOK_ALLOW_PRIVATE_URLS: allows http: and non-public addresses (development and tests). */
   allowPrivate: boolean
   resolve?: Resolver
+  /** The endpoint's own keep-alive connections; without, a fresh connection per delivery. */
+  connections?: EndpointConnections
+}
+
+// Idle kept-alive connections close after this, before the usual 5 s keep-alive of servers, so a
+// delivery rarely meets a connection the receiver is closing.
+const KEEP_ALIVE_IDLE_MS = 4000
+
+/**
+ * Keep-alive connections of one endpoint (the worker keeps one per endpoint, never shared between
+ * endpoints or tenants). They are reused only while the endpoint's URL and the checked addresses it
+ * resolves to stay the same: a new URL or address set gets a new agent, whose connections are made
+ * through the same checked lookup as a fresh one's, so a socket only ever reaches a checked address.
+ */
+export class EndpointConnections {
+  #agent: http.Agent | undefined
+  #key = ''
+
+  constructor(private readonly maxSockets: number) {}
+
+  agentFor(target: WebhookTarget): http.Agent {
+    const key = `${target.url.protocol}//${target.url.host} ${target.addresses.map((a) => a.address).join(',')}`
+    if (this.#agent === undefined || key !== this.#key) {
+      this.#agent?.destroy()
+      const Agent = target.url.protocol === 'https:' ? https.Agent : http.Agent
+      this.#agent = new Agent({ keepAlive: true, maxSockets: this.maxSockets, timeout: KEEP_ALIVE_IDLE_MS })
+      this.#key = key
+    }
+    return this.#agent
+  }
+
+  /** Closes every connection. */
+  close(): void {
+    this.#agent?.destroy()
+    this.#agent = undefined
+  }
 }
 
 export type DeliveryResult = {
@@ -61,6 +97,8 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
     let received = 0
     let request: http.ClientRequest | undefined
     let settled = false
+    // A response read to its end leaves a kept-alive connection reusable; anything else closes it.
+    let complete = false
     const finish = (error: string | null): void => {
       if (settled) {
         return
@@ -68,7 +106,9 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
       settled = true
       clearTimeout(timer)
       // Destroying also drops whatever the receiver still sends beyond the excerpt.
-      request?.destroy()
+      if (!(complete && post.connections)) {
+        request?.destroy()
+      }
       settle({ statusCode, excerpt: decodeExcerpt(Buffer.concat(chunks)), error })
     }
     const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs))
@@ -89,39 +129,65 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
 
     const { url } = target
     const transport = url.protocol === 'https:' ? https : http
-    try {
-      request = transport.request({
-        protocol: url.protocol,
-        hostname: target.hostname,
-        port: url.port === '' ? undefined : Number(url.port),
-        path: `${url.pathname}${url.search}`,
-        method: 'POST',
-        headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
-        // A fresh connection per delivery: no socket is shared between endpoints (or tenants).
-        agent: false,
-        lookup,
-      })
-    } catch {
-      // Node validates header names and values synchronously (e.g. CR/LF in a value).
-      finish('invalid request')
-      return
-    }
-    request.on('error', (error) => finish(networkError(error)))
-    request.on('response', (response) => {
-      statusCode = response.statusCode ?? null
-      response.on('data', (chunk: Buffer) => {
-        const room = EXCERPT_MAX_BYTES - received
-        chunks.push(chunk.subarray(0, room))
-        received += Math.min(room, chunk.length)
-        if (received >= EXCERPT_MAX_BYTES) {
-          finish(statusError(statusCode))
+    const open = (retry: boolean): void => {
+      let sent: http.ClientRequest
+      try {
+        sent = transport.request({
+          protocol: url.protocol,
+          hostname: target.hostname,
+          port: url.port === '' ? undefined : Number(url.port),
+          path: `${url.pathname}${url.search}`,
+          method: 'POST',
+          headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
+          // The endpoint's own keep-alive connections, or a fresh one: no socket is shared between
+          // endpoints (or tenants).
+          agent: post.connections ? post.connections.agentFor(target) : false,
+          lookup,
+        })
+      } catch {
+        // Node validates header names and values synchronously (e.g. CR/LF in a value).
+        finish('invalid request')
+        return
+      }
+      request = sent
+      sent.on('error', (error) => {
+        // A kept-alive connection the receiver closed while idle resets as it is reused: sent once
+        // more at once, on a new connection (at least once: a receiver that did get it sees the same
+        // webhook-id twice). Within the same timeout.
+        const code = (error as NodeJS.ErrnoException).code
+        if (
+          !retry &&
+          !settled &&
+          sent.reusedSocket &&
+          statusCode === null &&
+          (code === 'ECONNRESET' || code === 'EPIPE')
+        ) {
+          sent.destroy()
+          open(true)
+          return
         }
+        finish(networkError(error))
       })
-      response.on('end', () => finish(statusError(statusCode)))
-      response.on('error', (error) => finish(networkError(error)))
-      response.on('close', () => finish(response.complete ? statusError(statusCode) : 'connection closed'))
-    })
-    request.end(post.body)
+      sent.on('response', (response) => {
+        statusCode = response.statusCode ?? null
+        response.on('data', (chunk: Buffer) => {
+          const room = EXCERPT_MAX_BYTES - received
+          chunks.push(chunk.subarray(0, room))
+          received += Math.min(room, chunk.length)
+          if (received >= EXCERPT_MAX_BYTES) {
+            finish(statusError(statusCode))
+          }
+        })
+        response.on('end', () => {
+          complete = true
+          finish(statusError(statusCode))
+        })
+        response.on('error', (error) => finish(networkError(error)))
+        response.on('close', () => finish(response.complete ? statusError(statusCode) : 'connection closed'))
+      })
+      sent.end(post.body)
+    }
+    open(false)
   })
 }
 
