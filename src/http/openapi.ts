@@ -41,7 +41,10 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         version: '1.0.0',
         description:
           'Multi-tenant contacts API. Every request acts for the account of its bearer API key. ' +
-          'Lists use opaque cursors: pass `next_cursor` back as `after`. Errors are RFC 9457 problem details.',
+          'Lists use opaque cursors: pass `next_cursor` back as `after`. Errors are RFC 9457 problem details ' +
+          '(every code: [/docs/errors](/docs/errors)).\n\n' +
+          'Guides, in the `docs/` folder of the repository: `quickstart.md`, `authentication.md`, `pagination.md`, ' +
+          '`errors.md`, `idempotency.md`, `rate-limits.md`, `webhooks.md`, `versioning.md`; and `CHANGELOG.md`.',
         contact: { name: 'Contacts API', url: config.appUrl },
       },
       servers: [server],
