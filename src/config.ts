@@ -28,6 +28,8 @@ export interface Config {
   readonly webhooks: WebhooksConfig
   /** Events and delivery records older than this many days are purged. */
   readonly eventRetentionDays: number
+  /** MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded (src/contacts/contact-count.ts). */
+  readonly maxContactsPerAccount: number
 }
 
 export interface WebhooksConfig {
@@ -150,6 +152,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : {}),
   }
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
+  const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
 
   if (problems.length > 0) {
     throw new ConfigError(problems)
@@ -168,6 +171,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy,
     webhooks: Object.freeze(webhooks),
     eventRetentionDays,
+    maxContactsPerAccount,
   })
 }
 

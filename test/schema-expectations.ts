@@ -9,6 +9,7 @@ export const TABLES = [
   'api_key_usage',
   'api_keys',
   'audit_log',
+  'contact_counts',
   'contact_tags',
   'contact_terms',
   'contacts',

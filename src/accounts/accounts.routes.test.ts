@@ -28,7 +28,13 @@ describe.each(testDialects())('GET /api/v1/me on %s', (dialect) => {
         created_at: body.created_at,
         expires_at: null,
       },
-      limits: { requests_per_second: 100, burst: 200, page_size_max: 100, custom_fields_max: 50 },
+      limits: {
+        requests_per_second: 100,
+        burst: 200,
+        page_size_max: 100,
+        custom_fields_max: 50,
+        contacts_max: 1_000_000,
+      },
     })
     expect(res.body).not.toContain(acme.key)
     expect(res.body).not.toMatch(/hash/)

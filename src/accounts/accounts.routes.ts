@@ -35,6 +35,12 @@ export const AccountSchema = Type.Object(
       burst: Limit(0, RATE_LIMIT_MAX),
       page_size_max: Limit(1, PAGE_SIZE_MAX),
       custom_fields_max: Limit(1, CUSTOM_FIELDS_MAX),
+      contacts_max: Type.Integer({
+        minimum: 1,
+        maximum: 1_000_000_000,
+        format: 'int32',
+        description: 'MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded.',
+      }),
     }),
   },
   { $id: 'Account', additionalProperties: false },
@@ -46,6 +52,7 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     burst: deps.config.rateLimit.burst,
     page_size_max: PAGE_SIZE_MAX,
     custom_fields_max: CUSTOM_FIELDS_MAX,
+    contacts_max: deps.config.maxContactsPerAccount,
   }
   app.get(
     '/me',

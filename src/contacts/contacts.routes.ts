@@ -11,6 +11,7 @@ import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/
 import { sendPage } from '../http/pagination.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
+import { enforceContactQuota } from './contact-count.js'
 import { listContactRows } from './contacts.list-query.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
@@ -31,6 +32,7 @@ const notFound = () => new AppError('not_found', 'No contact with this id exists
 
 export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
+  const maxContacts = deps.config.maxContactsPerAccount
   const now = () => deps.clock.now().toISOString()
   /**
    * A write's response, also what its Idempotency-Key replays: stored in the write's transaction,
@@ -87,16 +89,24 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         body: ContactInputSchema,
         response: {
           201: jsonResponse(ContactSchema, 'The contact, created.'),
-          ...apiProblems('insufficient_scope', 'contact_exists', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
+          ...apiProblems(
+            'insufficient_scope',
+            'quota_exceeded',
+            'contact_exists',
+            ...IDEMPOTENCY_PROBLEMS,
+            ...BODY_PROBLEMS,
+          ),
         },
       },
     },
     async (request, reply) => {
       const accountId = authOf(request).account.id
       const answer = await orContactExists(db, accountId, request.body.email, () =>
-        inTransaction(db, async (trx) =>
-          answerIn(trx, request, await createContact(trx, accountId, request.body, now()), true),
-        ),
+        inTransaction(db, async (trx) => {
+          const created = await createContact(trx, accountId, request.body, now())
+          await enforceContactQuota(trx, accountId, maxContacts)
+          return answerIn(trx, request, created, true)
+        }),
       )
       return sendAnswer(reply, answer)
     },
@@ -114,7 +124,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         response: {
           200: jsonResponse(ContactSchema, 'The contact with this email, updated.'),
           201: jsonResponse(ContactSchema, 'The contact, created.'),
-          ...apiProblems('insufficient_scope', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
+          ...apiProblems('insufficient_scope', 'quota_exceeded', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
         },
       },
     },
@@ -123,6 +133,9 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       const at = now()
       const answer = await retryOnConflict(db, async (trx) => {
         const { created, ...stored } = await upsertContact(trx, accountId, request.body, at)
+        if (created) {
+          await enforceContactQuota(trx, accountId, maxContacts)
+        }
         return answerIn(trx, request, stored, created)
       })
       return sendAnswer(reply, answer)

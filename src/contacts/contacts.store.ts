@@ -9,6 +9,7 @@ import { recordEvent } from '../events/events.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
+import { addToContactCount } from './contact-count.js'
 import { applyContactInput, emptyContact, parseStoredContact, searchTerms, toContactRows } from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
 import type { ContactTagsTable, ContactTermsTable } from './contacts.table.js'
@@ -82,6 +83,7 @@ export async function deleteContact(trx: Trx, accountId: string, id: string, now
   if (!deleted) {
     return false
   }
+  await addToContactCount(trx, accountId, -1)
   await recordEvent(trx, accountId, 'contact.deleted', deleted.body, now)
   return true
 }
@@ -95,6 +97,7 @@ export async function insertContact(
 ): Promise<StoredContact> {
   const rows = toContactRows(accountId, contact)
   await trx.insertInto('contacts').values(rows.contact).execute()
+  await addToContactCount(trx, accountId, 1)
   await insertIndexRows(trx, 'contact_tags', rows.tags)
   await insertIndexRows(trx, 'contact_terms', rows.terms)
   await recordEvent(trx, accountId, 'contact.created', rows.contact.body, now)

@@ -29,3 +29,10 @@ export interface ContactTermsTable {
   term: string
   contact_id: string
 }
+
+/** An account's contact count, spread over a few rows (src/contacts/contact-count.ts). */
+export interface ContactCountsTable {
+  account_id: string
+  shard: number
+  n: number
+}

@@ -2,7 +2,12 @@
 import type { AccountsTable } from '../accounts/accounts.table.js'
 import type { ApiKeysTable, ApiKeyUsageTable } from '../api-keys/api-keys.table.js'
 import type { AuditLogTable } from '../audit/audit.table.js'
-import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../contacts/contacts.table.js'
+import type {
+  ContactCountsTable,
+  ContactsTable,
+  ContactTagsTable,
+  ContactTermsTable,
+} from '../contacts/contacts.table.js'
 import type { EventSequenceTable, EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
 import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
@@ -14,6 +19,7 @@ export interface Database {
   contacts: ContactsTable
   contact_tags: ContactTagsTable
   contact_terms: ContactTermsTable
+  contact_counts: ContactCountsTable
   events: EventsTable
   event_sequence: EventSequenceTable
   users: UsersTable

@@ -1,6 +1,7 @@
 // CSV export and import of an account's contacts under /app/:accountId/contacts: the export streams
 // every contact; the import is all or nothing and reports each problem by row and column.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { enforceContactQuota } from '../contacts/contact-count.js'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import {
   IMPORT_MAX_BYTES,
@@ -105,7 +106,14 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const at = now()
       result = await retryOnConflict(
         db,
-        (trx) => importContacts(trx, account.id, parsed.rows, at, { replaceCustomFields: true }),
+        async (trx) => {
+          const summary = await importContacts(trx, account.id, parsed.rows, at, { replaceCustomFields: true })
+          if (summary.created > 0) {
+            // All or nothing, like the rest of the import: past the quota, nothing is written.
+            await enforceContactQuota(trx, account.id, deps.config.maxContactsPerAccount)
+          }
+          return summary
+        },
         'The contacts are being changed by other requests; retry shortly.',
       )
     } catch (error) {

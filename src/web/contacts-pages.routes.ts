@@ -7,6 +7,7 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { FastifyRequest } from 'fastify'
+import { enforceContactQuota } from '../contacts/contact-count.js'
 import { contactFieldsAsText, parseStoredContact } from '../contacts/contacts.js'
 import { listContactRows } from '../contacts/contacts.list-query.js'
 import { checkContactInput, ruleErrors } from '../contacts/contacts.messages.js'
@@ -258,9 +259,11 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
 
   app.post('/contacts', { schema: { body: ContactForm }, attachValidation: true }, async (request, reply) => {
     const { account } = accountContext(request)
-    const saved = await saveContact(request, reply, account.id, undefined, (trx, input) =>
-      createContact(trx, account.id, input, now()),
-    )
+    const saved = await saveContact(request, reply, account.id, undefined, async (trx, input) => {
+      const created = await createContact(trx, account.id, input, now())
+      await enforceContactQuota(trx, account.id, deps.config.maxContactsPerAccount)
+      return created
+    })
     return saved ? reply.redirect(`${base(account.id)}?notice=created`, 303) : reply
   })
 

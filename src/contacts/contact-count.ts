@@ -1,0 +1,42 @@
+// How many contacts an account has, for MAX_CONTACTS_PER_ACCOUNT (DESIGN §2), without a hot row:
+// the count is spread over COUNT_SHARDS rows per account. A write adds +1 or -1 to a random one
+// (concurrent writers rarely meet on the same row), a read sums them. The count is exact; the
+// quota check is not serialized: a transaction sees its own increments and those committed, so
+// concurrent creates can overshoot the quota by at most the number of create transactions of the
+// account in flight at once (bounded by the database pool: 10 per instance on PostgreSQL; none on
+// SQLite, where writes are serial).
+import { randomInt } from 'node:crypto'
+import { sql } from 'kysely'
+import type { Db, Trx } from '../db/transaction.js'
+import { AppError } from '../http/errors.js'
+
+export const COUNT_SHARDS = 8
+
+export async function contactCount(db: Db, accountId: string): Promise<number> {
+  const row = await db
+    .selectFrom('contact_counts')
+    .select((eb) => eb.fn.sum<number | string | null>('n').as('n'))
+    .where('account_id', '=', accountId)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}
+
+/** Adds `delta` (±) to the account's count, in the transaction that adds or removes the contacts. */
+export async function addToContactCount(trx: Trx, accountId: string, delta: number): Promise<void> {
+  await sql`
+    insert into contact_counts (account_id, shard, n) values (${accountId}, ${randomInt(COUNT_SHARDS)}, ${delta})
+    on conflict (account_id, shard) do update set n = contact_counts.n + excluded.n`.execute(trx)
+}
+
+/**
+ * After a transaction's creates, before its commit: 403 quota_exceeded (and the rollback of every
+ * create in it) when the account now has more than `max` contacts.
+ */
+export async function enforceContactQuota(trx: Trx, accountId: string, max: number): Promise<void> {
+  if ((await contactCount(trx, accountId)) > max) {
+    throw new AppError(
+      'quota_exceeded',
+      `This account has reached its limit of ${max} contacts; delete some to create more.`,
+    )
+  }
+}
