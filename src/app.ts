@@ -42,8 +42,15 @@ export async function buildApp(
     genReqId: () => newId('request'),
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
-    // A client that trickles its request is cut off; keep-alive outlives common load balancers' 60 s.
-    requestTimeout: 30_000,
+    // A client that trickles its request is cut off (REQUEST_TIMEOUT_MS for the whole request, at
+    // most 10 s of it for the headers), checked every second rather than Node's default 30 s, so
+    // a slow client holds a connection for the timeout, not up to 30 s more. Keep-alive outlives
+    // common load balancers' 60 s.
+    requestTimeout: deps.config.requestTimeoutMs,
+    http: {
+      headersTimeout: Math.min(10_000, deps.config.requestTimeoutMs),
+      connectionsCheckingInterval: 1000,
+    },
     connectionTimeout: 60_000,
     keepAliveTimeout: 72_000,
     // While draining, requests already on open connections are still served (not 503'd).

@@ -30,6 +30,8 @@ export interface Config {
   readonly eventRetentionDays: number
   /** MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded (src/contacts/contact-count.ts). */
   readonly maxContactsPerAccount: number
+  /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
+  readonly requestTimeoutMs: number
 }
 
 export interface WebhooksConfig {
@@ -153,6 +155,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
   const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
+  const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000)
 
   if (problems.length > 0) {
     throw new ConfigError(problems)
@@ -172,6 +175,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhooks: Object.freeze(webhooks),
     eventRetentionDays,
     maxContactsPerAccount,
+    requestTimeoutMs,
   })
 }
 
