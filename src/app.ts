@@ -98,7 +98,7 @@ export async function buildApp(
     done()
   })
 
-  installMetrics(app, deps.metrics)
+  installMetrics(app, deps.metrics, deps.config.metricsToken)
   await registerOpenApi(app, deps.config)
   await app.register(healthRoutes, { deps })
   await app.register(

@@ -32,6 +32,8 @@ export interface Config {
   readonly maxContactsPerAccount: number
   /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
   readonly requestTimeoutMs: number
+  /** METRICS_TOKEN: a scrape of /metrics brings it as a bearer token; unset, only local direct scrapes are answered. */
+  readonly metricsToken: string | undefined
 }
 
 export interface WebhooksConfig {
@@ -156,6 +158,10 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
   const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000)
+  const metricsToken = env.METRICS_TOKEN || undefined
+  if (metricsToken !== undefined && metricsToken.length < 16) {
+    problems.push('METRICS_TOKEN must be at least 16 characters')
+  }
 
   if (problems.length > 0) {
     throw new ConfigError(problems)
@@ -176,6 +182,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     eventRetentionDays,
     maxContactsPerAccount,
     requestTimeoutMs,
+    metricsToken,
   })
 }
 

@@ -88,7 +88,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
 /** What `contacts-api worker` answers: liveness, readiness and metrics, nothing of the API. */
 async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({ logger: loggerOptions(deps.config) })
-  installMetrics(app, deps.metrics)
+  installMetrics(app, deps.metrics, deps.config.metricsToken)
   await app.register(healthRoutes, { deps })
   return app
 }

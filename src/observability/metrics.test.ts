@@ -45,4 +45,43 @@ describe.each(testDialects())('metrics on %s', (dialect) => {
     expect(res.body).toMatch(/rate_limit_rejections_total\{kind="failed_auth"\} [1-9]/)
     expect(res.body).not.toMatch(/acct_|con_|key_/)
   })
+
+  it('is not public: only a direct local scrape is answered; anyone else gets a 404', async () => {
+    const scrape = (options: { remoteAddress?: string; headers?: Record<string, string> }) =>
+      t.app.inject({ method: 'GET', url: '/metrics', ...options })
+    expect((await scrape({})).statusCode).toBe(200)
+    expect((await scrape({ remoteAddress: '::1' })).statusCode).toBe(200)
+    const refusals: Array<{ remoteAddress?: string; headers?: Record<string, string> }> = [
+      { remoteAddress: '198.51.100.7' },
+      { remoteAddress: '10.0.0.5' },
+      // Through a reverse proxy on the same host: the proxy's forwarding header gives it away.
+      { headers: { 'x-forwarded-for': '198.51.100.7' } },
+      { headers: { forwarded: 'for=198.51.100.7' } },
+    ]
+    for (const refused of refusals) {
+      const res = await scrape(refused)
+      expectProblem(res, 404, 'not_found')
+      expect(res.body).not.toContain('http_requests_total')
+    }
+  })
+})
+
+describe('metrics with METRICS_TOKEN', () => {
+  let t: TestHarness
+  const token = 'metrics-token-0123456789'
+  beforeEach(async () => {
+    t = await createTestHarness({ dialect: 'sqlite', env: { METRICS_TOKEN: token } })
+  })
+  afterEach(() => t.close())
+
+  it('answers a scrape with the bearer token, from anywhere, and nothing else, even locally', async () => {
+    const scrape = (headers: Record<string, string>, remoteAddress = '198.51.100.7') =>
+      t.app.inject({ method: 'GET', url: '/metrics', headers, remoteAddress })
+    expect((await scrape({ authorization: `Bearer ${token}` })).statusCode).toBe(200)
+    const wrong: Array<Record<string, string>> = [{}, { authorization: `Bearer ${token}x` }, { authorization: token }]
+    for (const headers of wrong) {
+      expectProblem(await scrape(headers), 404, 'not_found')
+      expectProblem(await scrape(headers, '127.0.0.1'), 404, 'not_found')
+    }
+  })
 })

@@ -1,8 +1,10 @@
 // Prometheus metrics (prom-client): requests by route and status, latency, the database pool,
 // rate-limit rejections, webhook deliveries. One registry per app, so several apps in one process never collide.
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { DatabaseHandle } from '../db/database.js'
+import { AppError } from '../http/errors.js'
+import { safeEqual } from '../lib/crypto.js'
 
 export interface Metrics {
   readonly registry: Registry
@@ -92,8 +94,14 @@ export function createMetrics(database: DatabaseHandle): Metrics {
   }
 }
 
-/** Records every response and serves GET /metrics (route patterns only: no ids, no accounts). */
-export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
+/**
+ * Records every response and serves GET /metrics (route patterns only: no ids, no accounts). The
+ * metrics are not public (they tell request rates and errors of every route): with METRICS_TOKEN
+ * a scrape brings it as a bearer token; without, only a direct client on this machine (a loopback
+ * address, no forwarding header: a reverse proxy on the same host adds one) is answered. Any
+ * other request gets the 404 of a route that does not exist.
+ */
+export function installMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
   // Not async: this runs on every response, and a promise per call costs more than the counting.
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url ?? 'unmatched'
@@ -101,7 +109,22 @@ export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
     metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
     done()
   })
-  app.get('/metrics', { schema: { hide: true } }, async (_request, reply) =>
-    reply.type(metrics.registry.contentType).send(await metrics.registry.metrics()),
-  )
+  app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
+    if (!mayScrape(request, token)) {
+      throw new AppError('not_found', 'There is nothing here.')
+    }
+    return reply.type(metrics.registry.contentType).send(await metrics.registry.metrics())
+  })
+}
+
+const FORWARDING_HEADERS = ['x-forwarded-for', 'forwarded', 'x-real-ip']
+
+function mayScrape(request: FastifyRequest, token: string | undefined): boolean {
+  if (token !== undefined) {
+    const given = Buffer.from(request.headers.authorization ?? '')
+    return safeEqual(given, Buffer.from(`Bearer ${token}`))
+  }
+  const peer = request.socket.remoteAddress ?? ''
+  const loopback = peer === '::1' || peer.startsWith('127.') || peer.startsWith('::ffff:127.')
+  return loopback && FORWARDING_HEADERS.every((name) => request.headers[name] === undefined)
 }
