@@ -198,6 +198,22 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(badEscape.body).toContain('percent-encoded')
     })
 
+    it('a text/plain, XML or broken-JSON POST to sign-in, sign-up or sign-out is a 4xx page, never a 500', async () => {
+      const bodies = [
+        { type: 'text/plain', payload: 'email=a@example.com' },
+        { type: 'application/xml', payload: '<a/>' },
+        { type: 'application/json', payload: '{"email":' },
+      ]
+      for (const url of ['/sign-in', '/sign-up', '/sign-out']) {
+        for (const { type, payload } of bodies) {
+          const res = await t.app.inject({ method: 'POST', url, headers: { 'content-type': type }, payload })
+          expect(res.statusCode, `${url} ${type}`).toBeGreaterThanOrEqual(400)
+          expect(res.statusCode, `${url} ${type}`).toBeLessThan(500)
+          expect(res.headers['content-type'], `${url} ${type}`).toContain('text/html')
+        }
+      }
+    })
+
     it('sends security headers: CSP without unsafe-inline scripts, frame-ancestors none, nosniff', async () => {
       const res = await t.app.inject({ method: 'GET', url: '/sign-in' })
       const csp = String(res.headers['content-security-policy'])

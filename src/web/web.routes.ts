@@ -96,6 +96,17 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (error.statusCode === 413) {
       return render(request, reply, (c) => errorPage(413, 'Too large', 'The upload is larger than 5 MiB.', c), 413)
     }
+    // Any other error Fastify raises for the request itself (a body that is not what it claims to
+    // be, a bad header): the client's fault, a 4xx page, never a 500 or an error-level log.
+    const status = error.statusCode ?? 500
+    if (status >= 400 && status < 500) {
+      return render(
+        request,
+        reply,
+        (c) => errorPage(status, 'Bad request', 'The request could not be read. Send the form from this site.', c),
+        status,
+      )
+    }
     request.log.error({ err: error }, 'web page failed')
     return render(
       request,
