@@ -19,10 +19,13 @@ import {
   keyCreatedPage,
   OVERLAP_CHOICES,
   revokeConfirmPage,
+  rollNowConfirmPage,
   USAGE_DAYS,
 } from './pages/api-settings-page.js'
 import type { Render } from './render.js'
 import { accountContext } from './request-context.js'
+import { createSecretOnce } from './secret-once.js'
+import type { CookieOptions } from './session.js'
 import { canManageWebhooks, listAccountEndpoints } from './webhooks-settings.routes.js'
 
 const HOUR = 3600 * 1000
@@ -45,6 +48,7 @@ const isChoiceOf = <T extends object>(choices: T, value: string): value is Extra
 // A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['revoked', 'The key was revoked.'],
+  ['key-shown', 'A new key is shown only once, right after it is created. If it was not copied, roll it.'],
   ['endpoint-deleted', 'The webhook endpoint was deleted.'],
 ])
 
@@ -54,18 +58,24 @@ const NOTICES = new Map([
 // check them. Forms also carry _csrf (checked in web.routes.ts); FormBody allows it.
 const SettingsQuery = Type.Object({ notice: Type.Optional(Type.String()) })
 const KeyParams = Type.Object({ keyId: Type.String() })
+const CreatedQuery = Type.Object({ rolled_from: Type.Optional(Type.String({ maxLength: 100 })) })
 const CREATE_KEY_FIELDS = ['name', 'scope', 'expires'] as const
 const CreateKeyForm = FormBody(CREATE_KEY_FIELDS)
 const RevokeKeyForm = FormBody([])
-const ROLL_KEY_FIELDS = ['overlap'] as const
+const ROLL_KEY_FIELDS = ['overlap', 'confirm'] as const
 const RollKeyForm = FormBody(ROLL_KEY_FIELDS)
 
-export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
-  app,
-  { deps, render },
-) => {
+export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
+  deps: Deps
+  render: Render
+  cookieOptions: CookieOptions
+}> = async (app, { deps, render, cookieOptions }) => {
   const { db } = deps.database
   const prefix = deps.config.keyPrefix
+  // A new key is shown once, on the page the POST redirects to (DESIGN §11): reloading that page
+  // shows nothing and issues nothing (secret-once.ts).
+  const secretOnce = createSecretOnce(deps.secret, cookieOptions)
+  const createdPath = (accountId: string, keyId: string) => `/app/${accountId}/settings/api/keys/${keyId}/created`
 
   const lastDays = (now: Date) =>
     Array.from({ length: USAGE_DAYS }, (_, i) =>
@@ -159,8 +169,28 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
       const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
-      // Rendered, not redirected to: the secret must never be reachable by a GET.
-      return render(request, reply, (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret }), 201)
+      const page = createdPath(account.id, apiKey.id)
+      secretOnce.put(request, reply, page, apiKey.id, secret, now)
+      return reply.redirect(page, 303)
+    },
+  )
+
+  app.get(
+    '/settings/api/keys/:keyId/created',
+    { schema: { params: KeyParams, querystring: CreatedQuery }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      const now = deps.clock.now()
+      const secret = secretOnce.take(request, reply, createdPath(account.id, apiKey.id), apiKey.id, now)
+      if (secret === undefined) {
+        return reply.redirect(`/app/${account.id}/settings/api?notice=key-shown`, 303)
+      }
+      const from = request.query.rolled_from
+      const rolledFrom = from ? (await findApiKey(db, account.id, from, prefix))?.apiKey : undefined
+      return render(request, reply, (c) =>
+        keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, ...(rolledFrom ? { rolledFrom } : {}) }),
+      )
     },
   )
 
@@ -205,22 +235,22 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       if (old.apiKey.scopes.includes('write')) {
         refuseMemberFullAccess(request)
       }
-      const { overlap } = formValues(request, ROLL_KEY_FIELDS)
+      const { overlap, confirm } = formValues(request, ROLL_KEY_FIELDS)
       const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
         throw new AppError('not_found', 'This key cannot be rolled.')
+      }
+      // "Now" ends the live key in one step: it is confirmed first, like a revoke.
+      if (overlapMs === 0 && confirm !== 'yes') {
+        return render(request, reply, (c) => rollNowConfirmPage(c, { accountId: account.id, key: old.apiKey }))
       }
       const now = deps.clock.now()
       await checkKeyChangeBudget(account.id, now)
       const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
       warnIfNotPushed(request, old.apiKey.id, pushed)
-      const rolledFrom = (await findKeyOr404(account.id, old.apiKey.id)).apiKey
-      return render(
-        request,
-        reply,
-        (c) => keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, rolledFrom }),
-        201,
-      )
+      const page = createdPath(account.id, apiKey.id)
+      secretOnce.put(request, reply, page, apiKey.id, secret, now)
+      return reply.redirect(`${page}?rolled_from=${old.apiKey.id}`, 303)
     },
   )
 }

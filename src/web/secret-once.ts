@@ -1,8 +1,8 @@
-// A new webhook signing secret, shown once on the page the creating POST redirects to (DESIGN §11).
+// A new secret (an API key, a webhook signing secret), shown once on the page the creating POST redirects to (DESIGN §11).
 // The POST seals the secret into a short-lived cookie scoped to that page's path; the page opens it
 // and clears it in the same response, so a reload (or any later GET) finds nothing and creates
 // nothing. Sealed with AES-256-GCM (webhooks/secrets.ts) under a key derived from SECRET, so any
-// instance can open it; bound to the session and the endpoint, so it is useless anywhere else.
+// instance can open it; bound to the session and the key or endpoint, so it is useless anywhere else.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { deriveKey, sha256Hex } from '../lib/crypto.js'
 import { decryptSecret, encryptSecret } from '../webhooks/secrets.js'
@@ -14,7 +14,7 @@ const TTL_MS = 5 * 60 * 1000
 const PURPOSE = 'web-secret-shown-once'
 
 interface Sealed {
-  endpointId: string
+  targetId: string
   secret: string
   expiresAt: number
   /** SHA-256 of the session token: another session (another person) cannot open it. */
@@ -23,9 +23,9 @@ interface Sealed {
 
 export interface SecretOnce {
   /** Seals the secret for the page at `path` (the redirect's target). */
-  put(request: FastifyRequest, reply: FastifyReply, path: string, endpointId: string, secret: string, now: Date): void
+  put(request: FastifyRequest, reply: FastifyReply, path: string, targetId: string, secret: string, now: Date): void
   /** The secret sealed for this endpoint and session, once: the cookie is cleared whatever it held. */
-  take(request: FastifyRequest, reply: FastifyReply, path: string, endpointId: string, now: Date): string | undefined
+  take(request: FastifyRequest, reply: FastifyReply, path: string, targetId: string, now: Date): string | undefined
 }
 
 export function createSecretOnce(appSecret: string, cookieOptions: CookieOptions): SecretOnce {
@@ -38,14 +38,14 @@ export function createSecretOnce(appSecret: string, cookieOptions: CookieOptions
   })
   const sessionOf = (request: FastifyRequest) => sha256Hex(request.cookies?.[SESSION_COOKIE] ?? '')
   return {
-    put(request, reply, path, endpointId, secret, now) {
-      const sealed: Sealed = { endpointId, secret, expiresAt: now.getTime() + TTL_MS, session: sessionOf(request) }
+    put(request, reply, path, targetId, secret, now) {
+      const sealed: Sealed = { targetId, secret, expiresAt: now.getTime() + TTL_MS, session: sessionOf(request) }
       reply.setCookie(COOKIE, encryptSecret(JSON.stringify(sealed), key), {
         ...options(path),
         maxAge: TTL_MS / 1000,
       })
     },
-    take(request, reply, path, endpointId, now) {
+    take(request, reply, path, targetId, now) {
       const cookie = request.cookies?.[COOKIE]
       if (!cookie) {
         return undefined
@@ -58,7 +58,7 @@ export function createSecretOnce(appSecret: string, cookieOptions: CookieOptions
         return undefined
       }
       const valid =
-        sealed.endpointId === endpointId && sealed.expiresAt > now.getTime() && sealed.session === sessionOf(request)
+        sealed.targetId === targetId && sealed.expiresAt > now.getTime() && sealed.session === sessionOf(request)
       return valid ? sealed.secret : undefined
     },
   }

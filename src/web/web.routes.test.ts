@@ -1,8 +1,9 @@
+import type { LightMyRequestResponse } from 'fastify'
 import type { KyselyPlugin } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
-import { shownKey, signUp, webClient } from '../../test/web-client.js'
+import { shownKey, signUp, type WebClient, webClient } from '../../test/web-client.js'
 import { buildApp } from '../app.js'
 import { manualClock } from '../lib/clock.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
@@ -36,10 +37,28 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expires: 'never',
       ...fields,
     })
-    expect(res.statusCode, res.body.slice(0, 500)).toBe(201)
-    const key = shownKey(res.body)
+    const { page, key } = await shownOnce(client, res)
+    return { res: page, key }
+  }
+
+  /**
+   * A new key's POST redirects (303) to the page that shows it once (DESIGN §11); a reload of that
+   * page shows it no more and issues nothing.
+   */
+  async function shownOnce(client: WebClient, res: LightMyRequestResponse) {
+    expect(res.statusCode, res.body.slice(0, 500)).toBe(303)
+    expect(shownKey(res.body)).toBeUndefined()
+    const location = String(res.headers.location)
+    expect(location).toMatch(/\/settings\/api\/keys\/key_\w+\/created/)
+    const page = await client.get(location)
+    expect(page.statusCode).toBe(200)
+    const key = shownKey(page.body)
     expect(key).toBeDefined()
-    return { res, key: key as string }
+    const reload = await client.get(location)
+    expect(reload.statusCode).toBe(303)
+    expect(reload.headers.location).toContain('notice=key-shown')
+    expect(shownKey(reload.body)).toBeUndefined()
+    return { page, key: key as string }
   }
 
   describe('sign-up, sign-in, sign-out', () => {
@@ -502,8 +521,8 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       const oldId = (await me(oldKey)).json().api_key.id
       await client.get(`/app/${accountId}/settings/api`)
       const rolled = await client.post(`/app/${accountId}/settings/api/keys/${oldId}/roll`, { overlap: '1h' })
-      expect(rolled.statusCode).toBe(201)
-      const newKey = shownKey(rolled.body) as string
+      const { page: rolledPage, key: newKey } = await shownOnce(client, rolled)
+      expect(rolledPage.body).toContain('It replaces')
       expect(newKey).not.toBe(oldKey)
       expect((await me(oldKey)).statusCode).toBe(200)
       expect((await me(newKey)).statusCode).toBe(200)
@@ -520,18 +539,29 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       const inherited = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, { overlap: 'toString' })
       expect(inherited.statusCode).toBe(404)
       expect((await me(newKey)).statusCode).toBe(200)
-      const now = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, { overlap: 'now' })
+      // "Now" asks first, like a revoke: the first POST only shows the question.
+      const asked = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, { overlap: 'now' })
+      expect(asked.statusCode).toBe(200)
+      expect(asked.body).toContain('stops working at once')
+      expect(shownKey(asked.body)).toBeUndefined()
+      expect((await me(newKey)).statusCode).toBe(200)
+      const now = await client.post(`/app/${accountId}/settings/api/keys/${newId}/roll`, {
+        overlap: 'now',
+        confirm: 'yes',
+      })
       expect((await me(newKey)).statusCode).toBe(401)
-      expect((await me(shownKey(now.body) as string)).statusCode).toBe(200)
+      expect((await me((await shownOnce(client, now)).key)).statusCode).toBe(200)
     })
 
     it('writes every key change to the audit log, shown on the page, and limits them to 30 an hour', async () => {
       const { client, accountId } = await signUp(t.app, 'audit@example.com')
       const { key } = await createKey(client, accountId)
       const keyId = (await me(key)).json().api_key.id
-      const rolled = await client.post(`/app/${accountId}/settings/api/keys/${keyId}/roll`, { overlap: 'now' })
-      expect(rolled.statusCode).toBe(201)
-      const newKeyId = (await me(shownKey(rolled.body) as string)).json().api_key.id
+      const rolled = await client.post(`/app/${accountId}/settings/api/keys/${keyId}/roll`, {
+        overlap: 'now',
+        confirm: 'yes',
+      })
+      const newKeyId = (await me((await shownOnce(client, rolled)).key)).json().api_key.id
       expect((await client.post(`/app/${accountId}/settings/api/keys/${newKeyId}/revoke`, {})).statusCode).toBe(303)
 
       const user = await t.db

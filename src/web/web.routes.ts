@@ -139,7 +139,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       await signedIn.register(
         async (accountScope) => {
           requireMembership(accountScope)
-          await accountScope.register(apiSettingsRoutes, { deps, render })
+          await accountScope.register(apiSettingsRoutes, { deps, render, cookieOptions })
           await accountScope.register(webhooksSettingsRoutes, { deps, render, cookieOptions })
           await accountScope.register(contactsPagesRoutes, { deps, render })
           await accountScope.register(contactsCsvRoutes, { deps, render })

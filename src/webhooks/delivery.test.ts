@@ -438,7 +438,14 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
   it('an attempt whose lease was taken over records nothing and changes nothing, even a 410', async () => {
     const { endpoint } = await addEndpoint(acme)
     await createContact(t, acme, { email: 'a@example.com' })
-    await dispatchEvents(t.db, clock.now())
+    // On the PostgreSQL server another suite's open transaction can hold the feed back a moment.
+    await until(
+      async () => {
+        await dispatchEvents(t.db, clock.now())
+        return deliveries(endpoint.id)
+      },
+      (rows) => rows.length === 1,
+    )
     const claim = await claimDeliveries(t.db, { accountId: acme.id, id: endpoint.id }, clock.now(), 1, 40_000)
     const [claimed] = claim?.deliveries ?? []
     expect(claimed).toBeDefined()

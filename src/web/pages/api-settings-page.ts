@@ -158,6 +158,21 @@ ${data.rolledFrom ? html`<p>It replaces <span class="mono">${data.rolledFrom.red
   )
 }
 
+/** Rolling with no overlap stops the live key at once: asked like a revoke. */
+export function rollNowConfirmPage(context: PageContext, data: { accountId: string; key: ApiKey }): Html {
+  return layout(
+    'Roll key now',
+    { ...context, section: 'api' },
+    html`<div class="card narrow">
+<h1>Roll “${data.key.name}” now?</h1>
+<p>A new key replaces <span class="mono">${data.key.redacted}</span>, which stops working at once: every client still using it gets 401 until it has the new key. Choose an overlap instead to switch over without an outage.</p>
+<form method="post" action="/app/${data.accountId}/settings/api/keys/${data.key.id}/roll">${csrfInput(context.csrf)}
+<input type="hidden" name="overlap" value="now"><input type="hidden" name="confirm" value="yes">
+<p><button class="danger" type="submit">Roll now</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
+</form></div>`,
+  )
+}
+
 export function revokeConfirmPage(
   context: PageContext,
   data: { accountId: string; key: ApiKey; requests: number },
