@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../../test/harness.js'
 import { staticResolver } from '../../../test/static-resolver.js'
-import { ApiError, type Contact, createClient, type FetchLike } from '../src/index.js'
+import { ApiError, type Contact, createClient, type Event, type FetchLike } from '../src/index.js'
 
 async function listen(harness: TestHarness): Promise<string> {
   await harness.app.listen({ port: 0, host: '127.0.0.1' })
@@ -76,9 +76,18 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
       seen.push(contact)
     }
     expect(seen.map((c) => c.email)).toEqual([0, 2, 4, 6].map((i) => `walk${i}@example.com`))
-    const events = []
-    for await (const event of sdk.events.all({ limit: 3 })) {
-      events.push(event)
+    // On the PostgreSQL server the feed serves an event once every older transaction has ended
+    // (another suite's too): a moment's lag, never a gap, so read again until the events are in.
+    let events: Event[] = []
+    for (const deadline = Date.now() + 10_000; ; ) {
+      events = []
+      for await (const event of sdk.events.all({ limit: 3 })) {
+        events.push(event)
+      }
+      if (events.filter((e) => e.type === 'contact.created').length >= 7 || Date.now() > deadline) {
+        break
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50))
     }
     expect(events.filter((e) => e.type === 'contact.created').length).toBeGreaterThanOrEqual(7)
     expect(await sdk.events.get(events[0]?.id ?? '')).toEqual(events[0])
@@ -218,8 +227,8 @@ describe.each(testDialects())('SDK retries a 429 on %s', (dialect) => {
   let base: string
   let acme: TestAccount
   beforeAll(async () => {
-    // One request a second, two in a burst: the third in a row is refused with Retry-After.
-    t = await createTestHarness({ dialect, env: { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '2' } })
+    // One request a second, no burst beyond it: the second in a row is refused with Retry-After.
+    t = await createTestHarness({ dialect, env: { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '1' } })
     base = await listen(t)
     acme = await t.createAccount('Acme')
   })
@@ -229,15 +238,13 @@ describe.each(testDialects())('SDK retries a 429 on %s', (dialect) => {
     const recorder = recordingFetch()
     const sdk = createClient({ baseUrl: base, apiKey: acme.key, fetch: recorder.fetch })
     await sdk.me()
-    await sdk.me()
     const started = Date.now()
     const created = await sdk.contacts.create({ email: 'limited@example.com' })
     expect(created.email).toBe('limited@example.com')
-    const limited = recorder.statuses.indexOf(429)
-    expect(limited).toBeGreaterThanOrEqual(2)
+    expect(recorder.statuses[1]).toBe(429)
     expect(recorder.statuses.at(-1)).toBe(201)
     expect(Date.now() - started).toBeGreaterThanOrEqual(900)
-    const keys = new Set(recorder.requests.slice(2).map((r) => r.headers.get('idempotency-key')))
+    const keys = new Set(recorder.requests.slice(1).map((r) => r.headers.get('idempotency-key')))
     expect(keys.size).toBe(1)
   })
 
