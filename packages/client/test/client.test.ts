@@ -1,5 +1,6 @@
 // The SDK against the real server over HTTP, on every dialect: the app from the test harness
 // listening on a free port, and the SDK's requests going through the real fetch.
+import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../../test/dialects.js'
@@ -146,33 +147,54 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
     expect((taken as ApiError).requestId).toBe((taken as ApiError).headers.get('request-id'))
   })
 
-  it('retries a 503 and a network error with the same Idempotency-Key, and the server creates one contact', async () => {
-    const recorder = recordingFetch()
-    let calls = 0
-    const flaky: FetchLike = async (request) => {
-      calls++
-      if (calls === 1) {
-        return new Response(JSON.stringify({ code: 'service_unavailable', status: 503 }), {
-          status: 503,
-          headers: { 'content-type': 'application/problem+json', 'retry-after': '0' },
-        })
+  it('retries a 503 and a lost connection with the same Idempotency-Key, and the server creates one contact', async () => {
+    // A proxy in front of the server: the first POST gets a 503 with Retry-After, the second is
+    // forwarded and its connection cut before the answer (the server did the work), the third passes.
+    const plan: Array<'503' | 'cut'> = ['503', 'cut']
+    const seen: Array<{ key: string | undefined; outcome: string }> = []
+    const proxy = createServer(async (req, res) => {
+      const chunks: Buffer[] = []
+      for await (const chunk of req) {
+        chunks.push(chunk as Buffer)
       }
-      if (calls === 2) {
-        // The request reaches the server, and the answer is lost on the way back.
-        await recorder.fetch(request)
-        throw new TypeError('fetch failed')
+      const step = req.method === 'POST' ? plan.shift() : undefined
+      seen.push({ key: req.headers['idempotency-key'] as string | undefined, outcome: step ?? 'pass' })
+      if (step === '503') {
+        res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' })
+        res.end(JSON.stringify({ code: 'service_unavailable', status: 503, title: 'Service unavailable' }))
+        return
       }
-      return recorder.fetch(request)
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
+      ) as Record<string, string>
+      const upstream = await fetch(`${base}${req.url}`, {
+        method: req.method ?? 'GET',
+        headers,
+        ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
+      })
+      const body = Buffer.from(await upstream.arrayBuffer())
+      if (step === 'cut') {
+        req.socket.destroy()
+        return
+      }
+      res.writeHead(upstream.status, Object.fromEntries(upstream.headers))
+      res.end(body)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    try {
+      const sdk = client({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` })
+      const started = Date.now()
+      const created = await sdk.contacts.create({ email: 'flaky@example.com' })
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900) // Retry-After: 1
+      expect(seen.map((s) => s.outcome)).toEqual(['503', 'cut', 'pass'])
+      expect(new Set(seen.map((s) => s.key)).size).toBe(1)
+      expect(seen[0]?.key).toEqual(expect.any(String))
+      const { contacts } = await sdk.contacts.list({ email: 'flaky@example.com' })
+      expect(contacts.map((c) => c.id)).toEqual([created.id])
+    } finally {
+      proxy.closeAllConnections()
+      await new Promise((resolve) => proxy.close(resolve))
     }
-    const sdk = client({ fetch: flaky })
-    const created = await sdk.contacts.create({ email: 'flaky@example.com' })
-    expect(calls).toBe(3)
-    const keys = recorder.requests.map((r) => r.headers.get('idempotency-key'))
-    expect(keys).toHaveLength(2)
-    expect(keys[0]).toBe(keys[1])
-    expect(recorder.statuses).toEqual([201, 201])
-    const { contacts } = await sdk.contacts.list({ email: 'flaky@example.com' })
-    expect(contacts.map((c) => c.id)).toEqual([created.id])
   })
 
   it('gives up after maxRetries and throws the last answer', async () => {
