@@ -7,6 +7,7 @@ import { type AddressInfo, createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createClient } from '../packages/client/src/index.js'
 import { runCli } from '../src/cli/cli.js'
 import { testDialects } from './dialects.js'
 import { createThrowawaySchema } from './harness.js'
@@ -65,15 +66,11 @@ describe('contacts-api serve in a real process', () => {
     expect(code).toBe(0)
     const { account, api_key } = JSON.parse(out[0] ?? '{}')
     key = api_key.secret
-    const me = await fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${api_key.secret}` } })
-    expect(me.status).toBe(200)
-    expect(((await me.json()) as { id: string }).id).toBe(account.id)
-    const created = await fetch(`${base}/api/v1/contacts`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${api_key.secret}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ email: 'ada@example.com' }),
-    })
-    expect(created.status).toBe(201)
+    // As a client developer would: through the SDK (packages/client).
+    const client = createClient({ baseUrl: base, apiKey: api_key.secret })
+    expect((await client.me()).id).toBe(account.id)
+    const created = await client.contacts.create({ email: 'ada@example.com' })
+    expect(created).toMatchObject({ object: 'contact', email: 'ada@example.com' })
     // The key pasted into a URL is redacted in the log too.
     await fetch(`${base}/api/v1/me?api_key=${api_key.secret}`)
     await new Promise((resolve) => setTimeout(resolve, 100))

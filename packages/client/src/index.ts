@@ -1,0 +1,40 @@
+// @contacts-api/client: a typed client for the Contacts API.
+export {
+  type ClientOptions,
+  type ContactsClient,
+  createClient,
+  type RequestOptions,
+  type WriteOptions,
+} from './client.js'
+export { ApiError, type FieldError, type Problem } from './errors.js'
+export type { FetchLike } from './fetch.js'
+export type { components, operations, paths, webhooks } from './schema.js'
+export type {
+  Account,
+  Contact,
+  ContactInput,
+  ContactPage,
+  ContactPatch,
+  ContactUpsertInput,
+  Event,
+  EventPage,
+  ListContactsQuery,
+  ListEventsQuery,
+  ListWebhookDeliveriesQuery,
+  ListWebhookEndpointsQuery,
+  RollSecretInput,
+  WebhookDelivery,
+  WebhookDeliveryPage,
+  WebhookEndpoint,
+  WebhookEndpointInput,
+  WebhookEndpointPage,
+  WebhookEndpointPatch,
+  WebhookEndpointWithSecret,
+  WebhookEvent,
+} from './types.js'
+export {
+  type VerifyWebhookOptions,
+  verifyWebhook,
+  type WebhookHeadersLike,
+  WebhookVerificationError,
+} from './webhooks.js'

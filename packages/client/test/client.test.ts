@@ -1,0 +1,280 @@
+// The SDK against the real server over HTTP, on every dialect: the app from the test harness
+// listening on a free port, and the SDK's requests going through the real fetch.
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../../test/dialects.js'
+import { createTestHarness, type TestAccount, type TestHarness } from '../../../test/harness.js'
+import { staticResolver } from '../../../test/static-resolver.js'
+import { ApiError, type Contact, createClient, type Event, type FetchLike } from '../src/index.js'
+
+async function listen(harness: TestHarness): Promise<string> {
+  await harness.app.listen({ port: 0, host: '127.0.0.1' })
+  return `http://127.0.0.1:${(harness.app.server.address() as AddressInfo).port}`
+}
+
+/** The global fetch, with every request and response it sees written down. */
+function recordingFetch(): { fetch: FetchLike; requests: Request[]; statuses: number[] } {
+  const requests: Request[] = []
+  const statuses: number[] = []
+  return {
+    requests,
+    statuses,
+    fetch: async (request) => {
+      requests.push(request.clone())
+      const response = await fetch(request)
+      statuses.push(response.status)
+      return response
+    },
+  }
+}
+
+const resolve = staticResolver({ 'hooks.example.com': ['93.184.216.34'] })
+
+describe.each(testDialects())('SDK against the server on %s', (dialect) => {
+  let t: TestHarness
+  let base: string
+  let acme: TestAccount
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect, resolve })
+    base = await listen(t)
+    acme = await t.createAccount('Acme')
+  })
+  afterAll(() => t.close())
+
+  const client = (options: Partial<Parameters<typeof createClient>[0]> = {}) =>
+    createClient({ baseUrl: base, apiKey: acme.key, retryBaseDelayMs: 10, ...options })
+
+  it('reads the account, creates, gets, updates, upserts and deletes a contact', async () => {
+    const sdk = client()
+    expect(await sdk.me()).toMatchObject({ object: 'account', id: acme.id, name: 'Acme' })
+    const created = await sdk.contacts.create({ email: 'ada@example.com', first_name: 'Ada', tags: ['vip'] })
+    expect(created).toMatchObject({ object: 'contact', email: 'ada@example.com', tags: ['vip'] })
+    expect(await sdk.contacts.get(created.id)).toEqual(created)
+    const updated = await sdk.contacts.update(created.id, { last_name: 'Lovelace', custom_fields: { plan: 'pro' } })
+    expect(updated).toMatchObject({ first_name: 'Ada', last_name: 'Lovelace', custom_fields: { plan: 'pro' } })
+    const upserted = await sdk.contacts.upsert({ email: 'ADA@example.com', company: 'Analytical Engines' })
+    expect(upserted).toMatchObject({ created: false, contact: { id: created.id, company: 'Analytical Engines' } })
+    const fresh = await sdk.contacts.upsert({ email: 'grace@example.com' })
+    expect(fresh.created).toBe(true)
+    await sdk.contacts.delete(created.id)
+    await sdk.contacts.delete(fresh.contact.id)
+    await expect(sdk.contacts.get(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' })
+  })
+
+  it('lists a page and walks every page with for await, filters kept', async () => {
+    const sdk = client()
+    for (let i = 0; i < 7; i++) {
+      await sdk.contacts.create({ email: `walk${i}@example.com`, tags: i % 2 === 0 ? ['even'] : ['odd'] })
+    }
+    const page = await sdk.contacts.list({ tag: 'even', limit: 2 })
+    expect(page.contacts.map((c) => c.email)).toEqual(['walk0@example.com', 'walk2@example.com'])
+    expect(page.next_cursor).toEqual(expect.any(String))
+    // No arguments at all: the server's defaults.
+    expect((await sdk.contacts.list()).contacts.length).toBeGreaterThanOrEqual(7)
+    const seen: Contact[] = []
+    for await (const contact of sdk.contacts.all({ tag: 'even', limit: 1 })) {
+      seen.push(contact)
+    }
+    expect(seen.map((c) => c.email)).toEqual([0, 2, 4, 6].map((i) => `walk${i}@example.com`))
+    // On the PostgreSQL server the feed serves an event once every older transaction has ended
+    // (another suite's too): a moment's lag, never a gap, so read again until the events are in.
+    let events: Event[] = []
+    for (const deadline = Date.now() + 10_000; ; ) {
+      events = []
+      for await (const event of sdk.events.all({ limit: 3 })) {
+        events.push(event)
+      }
+      if (events.filter((e) => e.type === 'contact.created').length >= 7 || Date.now() > deadline) {
+        break
+      }
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    expect(events.filter((e) => e.type === 'contact.created').length).toBeGreaterThanOrEqual(7)
+    expect(await sdk.events.get(events[0]?.id ?? '')).toEqual(events[0])
+  })
+
+  it('sends an Idempotency-Key on every POST: the server replays the answer to the same key', async () => {
+    const recorder = recordingFetch()
+    const sdk = client({ fetch: recorder.fetch })
+    const created = await sdk.contacts.create({ email: 'idem@example.com' })
+    const key = recorder.requests[0]?.headers.get('idempotency-key')
+    expect(key).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/)
+    // The same key and body sent by hand: the server saw and stored the SDK's key.
+    const replay = await fetch(`${base}/api/v1/contacts`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${acme.key}`,
+        'content-type': 'application/json',
+        'idempotency-key': key ?? '',
+      },
+      body: JSON.stringify({ email: 'idem@example.com' }),
+    })
+    expect(replay.status).toBe(201)
+    expect(replay.headers.get('idempotent-replayed')).toBe('true')
+    expect(((await replay.json()) as Contact).id).toBe(created.id)
+    // A key of the caller's choosing replaces the random one.
+    const again = await sdk.contacts.create({ email: 'idem@example.com' }, { idempotencyKey: key ?? '' })
+    expect(again.id).toBe(created.id)
+    expect(recorder.requests[1]?.headers.get('idempotency-key')).toBe(key)
+    // GETs carry none.
+    await sdk.contacts.get(created.id)
+    expect(recorder.requests[2]?.headers.has('idempotency-key')).toBe(false)
+  })
+
+  it('throws a typed ApiError on 400, 401, 404 and 409', async () => {
+    const sdk = client()
+    const invalid = await sdk.contacts.list({ limit: 1000 }).catch((error: unknown) => error)
+    expect(invalid).toBeInstanceOf(ApiError)
+    expect(invalid).toMatchObject({ status: 400, code: 'invalid_parameter', requestId: expect.stringMatching(/^req_/) })
+    expect((invalid as ApiError).fieldErrors.map((e) => e.field)).toContain('limit')
+    expect((invalid as ApiError).detail).toEqual(expect.any(String))
+
+    const unauthorized = await createClient({ baseUrl: base, apiKey: 'service_live_nope' })
+      .me()
+      .catch((error: unknown) => error)
+    expect(unauthorized).toBeInstanceOf(ApiError)
+    expect(unauthorized).toMatchObject({ status: 401, code: 'invalid_api_key' })
+    expect((unauthorized as ApiError).headers.get('www-authenticate')).toContain('Bearer')
+
+    const missing = await sdk.contacts.get('con_01JAAAAAAAAAAAAAAAAAAAAAAA').catch((error: unknown) => error)
+    expect(missing).toMatchObject({ name: 'ApiError', status: 404, code: 'not_found' })
+
+    const first = await sdk.contacts.create({ email: 'taken@example.com' })
+    const taken = await sdk.contacts.create({ email: 'taken@example.com' }).catch((error: unknown) => error)
+    expect(taken).toMatchObject({ status: 409, code: 'contact_exists' })
+    expect((taken as ApiError).problem.existing_id).toBe(first.id)
+    expect((taken as ApiError).requestId).toBe((taken as ApiError).headers.get('request-id'))
+  })
+
+  it('retries a 503 and a lost connection with the same Idempotency-Key, and the server creates one contact', async () => {
+    // A proxy in front of the server: the first POST gets a 503 with Retry-After, the second is
+    // forwarded and its connection cut before the answer (the server did the work), the third passes.
+    const plan: Array<'503' | 'cut'> = ['503', 'cut']
+    const seen: Array<{ key: string | undefined; outcome: string }> = []
+    const proxy = createServer(async (req, res) => {
+      const chunks: Buffer[] = []
+      for await (const chunk of req) {
+        chunks.push(chunk as Buffer)
+      }
+      const step = req.method === 'POST' ? plan.shift() : undefined
+      seen.push({ key: req.headers['idempotency-key'] as string | undefined, outcome: step ?? 'pass' })
+      if (step === '503') {
+        res.writeHead(503, { 'content-type': 'application/problem+json', 'retry-after': '1' })
+        res.end(JSON.stringify({ code: 'service_unavailable', status: 503, title: 'Service unavailable' }))
+        return
+      }
+      const headers = Object.fromEntries(
+        Object.entries(req.headers).filter(([name]) => !['host', 'connection', 'content-length'].includes(name)),
+      ) as Record<string, string>
+      const upstream = await fetch(`${base}${req.url}`, {
+        method: req.method ?? 'GET',
+        headers,
+        ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
+      })
+      const body = Buffer.from(await upstream.arrayBuffer())
+      if (step === 'cut') {
+        req.socket.destroy()
+        return
+      }
+      res.writeHead(upstream.status, Object.fromEntries(upstream.headers))
+      res.end(body)
+    })
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve))
+    try {
+      const sdk = client({ baseUrl: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}` })
+      const started = Date.now()
+      const created = await sdk.contacts.create({ email: 'flaky@example.com' })
+      expect(Date.now() - started).toBeGreaterThanOrEqual(900) // Retry-After: 1
+      expect(seen.map((s) => s.outcome)).toEqual(['503', 'cut', 'pass'])
+      expect(new Set(seen.map((s) => s.key)).size).toBe(1)
+      expect(seen[0]?.key).toEqual(expect.any(String))
+      const { contacts } = await sdk.contacts.list({ email: 'flaky@example.com' })
+      expect(contacts.map((c) => c.id)).toEqual([created.id])
+    } finally {
+      proxy.closeAllConnections()
+      await new Promise((resolve) => proxy.close(resolve))
+    }
+  })
+
+  it('gives up after maxRetries and throws the last answer', async () => {
+    let calls = 0
+    const down: FetchLike = async () => {
+      calls++
+      return new Response(JSON.stringify({ code: 'service_unavailable', status: 503, detail: 'down' }), {
+        status: 503,
+        headers: { 'content-type': 'application/problem+json', 'request-id': 'req_x' },
+      })
+    }
+    const error = await client({ fetch: down, maxRetries: 2 })
+      .me()
+      .catch((e: unknown) => e)
+    expect(calls).toBe(3)
+    expect(error).toMatchObject({ status: 503, code: 'service_unavailable', requestId: 'req_x', detail: 'down' })
+  })
+
+  it('manages webhook endpoints and lists their deliveries', async () => {
+    const sdk = client()
+    const endpoint = await sdk.webhookEndpoints.create({
+      url: 'https://hooks.example.com/in',
+      events: ['contact.created'],
+    })
+    expect(endpoint.secret).toMatch(/^whsec_/)
+    expect(await sdk.webhookEndpoints.get(endpoint.id)).toMatchObject({ id: endpoint.id, status: 'enabled' })
+    const disabled = await sdk.webhookEndpoints.update(endpoint.id, { status: 'disabled' })
+    expect(disabled).toMatchObject({ status: 'disabled', disabled_reason: 'manual' })
+    const ids = []
+    for await (const one of sdk.webhookEndpoints.all({ limit: 1 })) {
+      ids.push(one.id)
+    }
+    expect(ids).toContain(endpoint.id)
+    const rolled = await sdk.webhookEndpoints.rollSecret(endpoint.id, { expire_old_in_seconds: 0 })
+    expect(rolled.secret).not.toBe(endpoint.secret)
+    await sdk.webhookEndpoints.update(endpoint.id, { status: 'enabled' })
+    const delivery = await sdk.webhookEndpoints.test(endpoint.id)
+    expect(delivery).toMatchObject({ endpoint_id: endpoint.id, event_type: 'webhook.test' })
+    const deliveries = []
+    for await (const one of sdk.webhookEndpoints.deliveries.all(endpoint.id)) {
+      deliveries.push(one)
+    }
+    expect(deliveries.map((d) => d.id)).toContain(delivery.id)
+    expect(await sdk.webhookEndpoints.deliveries.get(endpoint.id, delivery.id)).toMatchObject({ id: delivery.id })
+    await sdk.webhookEndpoints.delete(endpoint.id)
+    await expect(sdk.webhookEndpoints.get(endpoint.id)).rejects.toMatchObject({ status: 404 })
+  })
+})
+
+describe.each(testDialects())('SDK retries a 429 on %s', (dialect) => {
+  let t: TestHarness
+  let base: string
+  let acme: TestAccount
+  beforeAll(async () => {
+    // One request a second, no burst beyond it: the second in a row is refused with Retry-After.
+    t = await createTestHarness({ dialect, env: { RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '1' } })
+    base = await listen(t)
+    acme = await t.createAccount('Acme')
+  })
+  afterAll(() => t.close())
+
+  it('waits as long as Retry-After says, then succeeds, without the caller writing retry code', async () => {
+    const recorder = recordingFetch()
+    const sdk = createClient({ baseUrl: base, apiKey: acme.key, fetch: recorder.fetch })
+    await sdk.me()
+    const started = Date.now()
+    const created = await sdk.contacts.create({ email: 'limited@example.com' })
+    expect(created.email).toBe('limited@example.com')
+    expect(recorder.statuses[1]).toBe(429)
+    expect(recorder.statuses.at(-1)).toBe(201)
+    expect(Date.now() - started).toBeGreaterThanOrEqual(900)
+    const keys = new Set(recorder.requests.slice(1).map((r) => r.headers.get('idempotency-key')))
+    expect(keys.size).toBe(1)
+  })
+
+  it('with retries off, throws rate_limited with the Retry-After', async () => {
+    const sdk = createClient({ baseUrl: base, apiKey: acme.key, maxRetries: 0 })
+    const errors = await Promise.all([sdk.me(), sdk.me(), sdk.me(), sdk.me()].map((p) => p.catch((e: unknown) => e)))
+    const limited = errors.find((e) => e instanceof ApiError) as ApiError | undefined
+    expect(limited).toMatchObject({ status: 429, code: 'rate_limited' })
+    expect(limited?.retryAfter).toBeGreaterThanOrEqual(1)
+  })
+})
