@@ -669,6 +669,11 @@ export interface operations {
                             page_size_max: number;
                             /** Format: int32 */
                             custom_fields_max: number;
+                            /**
+                             * Format: int32
+                             * @description MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded.
+                             */
+                            contacts_max: number;
                         };
                     };
                 };
@@ -955,7 +960,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Insufficient scope (`insufficient_scope`). */
+            /** @description Insufficient scope (`insufficient_scope`), Quota exceeded (`quota_exceeded`). */
             403: {
                 headers: {
                     /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
@@ -1188,7 +1193,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description Insufficient scope (`insufficient_scope`). */
+            /** @description Insufficient scope (`insufficient_scope`), Quota exceeded (`quota_exceeded`). */
             403: {
                 headers: {
                     /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
