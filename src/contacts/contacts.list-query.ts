@@ -38,15 +38,20 @@ export interface ListContactsOptions extends ListContactsFilters {
  * first is right when few match (a rare name; a sync loop asking for the last minute's changes),
  * the second when many do (a common prefix; a first sync), where sorting them all for every page
  * would cost O(n) a page. A probe that reads at most this many + 1 index entries decides, so
- * neither database's planner has to guess.
+ * neither database's planner has to guess. It also bounds the sorted plan's cost: its matches are
+ * read one by one, wherever they sit (2,500 spread over 100k contacts took 14 ms on SQLite, 250 took
+ * 0.8 ms), so past this many the bounded id walk serves the page instead.
  */
-const INDEXED_MAX = 2000
+const INDEXED_MAX = 500
 
 /**
- * The most rows a page of the id walk with `q` or `updated_after` examines (see the header): about
- * 1-2 ms of database time on either database (docs/performance.md), whatever the filter matches.
+ * The most rows a page of the id walk with `q` or `updated_after` examines (see the header): under
+ * a millisecond on SQLite at 100k contacts (docs/api-decisions.md), whatever the filter matches. The
+ * id walk reads rows in the table's order; with a tag, the walk follows the tag's index and reads
+ * each contact where it is, so it examines a quarter as many (TAG_SCAN_DIVISOR).
  */
 const SCAN_MAX = 1000
+const TAG_SCAN_DIVISOR = 4
 
 /**
  * The bounds a list request runs with. Not options of the API: tests lower them (and restore them)
@@ -80,7 +85,7 @@ export async function listContactRows(
     updatedAfter: options.updated_after === undefined ? undefined : updatedAfter(options.updated_after),
     fetch: options.fetch,
     indexedMax: indexedMax + 1,
-    scanSkip: Math.max(scanMax, 1) - 1,
+    scanSkip: Math.max(Math.ceil(options.tag === undefined ? scanMax : scanMax / TAG_SCAN_DIVISOR), 1) - 1,
     scannedTo: undefined,
   }
   const shape: ListShape = {
@@ -105,7 +110,7 @@ export async function listContactRows(
   if (shape.q && !shape.email && qHigh !== undefined) {
     shape.qIndexed = await fewMatch('probeQ')
   }
-  if (shape.updatedAfter && !shape.qIndexed) {
+  if (shape.updatedAfter && !shape.qIndexed && !shape.email) {
     shape.updatedAfterIndexed = await fewMatch('probeUpdated')
   }
   // The id walk, which skips what does not match: bounded to a window of scanMax positions.
