@@ -70,7 +70,7 @@ export async function explainFilters(
       await listContactRows(db, accountId, { ...options, fetch: 51 })
       captured.length = 0
       const started = performance.now()
-      const rows = await listContactRows(db, accountId, { ...options, fetch: 51 })
+      const { rows } = await listContactRows(db, accountId, { ...options, fetch: 51 })
       const ms = performance.now() - started
       const statements = []
       for (const query of [...captured]) {

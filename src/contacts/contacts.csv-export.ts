@@ -38,7 +38,8 @@ export function exportContactsCsv(db: Kysely<Database>, accountId: string, pageS
     yield toCsv([[...CSV_COLUMNS]])
     let afterId: string | undefined
     for (;;) {
-      const rows = await listContactRows(db, accountId, { order: 'asc', afterId, fetch: pageSize })
+      // No filter: every row examined is a row of the page, so no page is cut short.
+      const { rows } = await listContactRows(db, accountId, { order: 'asc', afterId, fetch: pageSize })
       if (rows.length > 0) {
         yield toCsv(rows.map((row) => contactCsvRecord(parseStoredContact(row.body))))
       }

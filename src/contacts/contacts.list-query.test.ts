@@ -56,17 +56,28 @@ describe.each(testDialects())('list plans on %s', (dialect) => {
   afterAll(() => t.close())
 
   /** Every page of a walk at `limit`, as the route would fetch them, with the threshold given. */
-  async function walk(filters: ListContactsFilters, limit: number, indexedMax: number): Promise<string[]> {
+  async function walk(
+    filters: ListContactsFilters,
+    limit: number,
+    indexedMax: number,
+    scanMax = 1000,
+  ): Promise<string[]> {
     const names: string[] = []
     let afterId: string | undefined
     for (;;) {
-      const rows = await listContactRows(t.db, acme.id, { ...filters, afterId, fetch: limit + 1 }, indexedMax)
+      const { rows, scannedTo } = await listContactRows(
+        t.db,
+        acme.id,
+        { ...filters, afterId, fetch: limit + 1 },
+        indexedMax,
+        scanMax,
+      )
       const page = rows.slice(0, limit)
       names.push(...page.map((row) => JSON.parse(row.body).first_name as string))
-      if (rows.length <= limit) {
+      if (rows.length <= limit && scannedTo === undefined) {
         return names
       }
-      afterId = page[page.length - 1]?.id
+      afterId = rows.length > limit ? page[page.length - 1]?.id : scannedTo
     }
   }
 
@@ -93,6 +104,10 @@ describe.each(testDialects())('list plans on %s', (dialect) => {
     for (const limit of [1, 2, 100]) {
       expect(await walk(resolved, limit, 0)).toEqual(expected)
       expect(await walk(resolved, limit, 1000)).toEqual(expected)
+      // The id walk cut short every 1, 2 or 3 rows examined.
+      for (const scanMax of [1, 2, 3]) {
+        expect(await walk(resolved, limit, 0, scanMax)).toEqual(expected)
+      }
     }
   })
 })

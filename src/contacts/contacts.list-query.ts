@@ -10,11 +10,18 @@
 // every value as a parameter, so each marker comes back as one parameter, which names its slot. A
 // request then runs the template with its own values in slot order. Markers, slots and templates
 // never leave this module: callers pass filters and get rows.
+//
+// Bounded cost: when neither a probe nor an email picks an index, a page with `q` or
+// `updated_after` walks the id order (or the tag's index) and skips the contacts that do not match.
+// That walk examines at most SCAN_MAX rows a page: a first query finds where a window of SCAN_MAX
+// positions after the cursor ends, the page is looked for inside it, and when it holds fewer than
+// `fetch` matches the page ends there, short or even empty, with `scannedTo` (the window's end) for
+// the next cursor. Only a walk that reached the end of the account gives no cursor.
 import { CompiledQuery, sql } from 'kysely'
 import { PLAN_PER_CALL } from '../db/database.js'
 import type { Db } from '../db/transaction.js'
 import { invalidParameter } from '../http/errors.js'
-import type { PageRow } from '../http/pagination.js'
+import type { PageRow, ScannedRows } from '../http/pagination.js'
 import { emailKey } from '../lib/email.js'
 import { searchForm } from './contacts.js'
 import type { ListContactsFilters } from './contacts.schemas.js'
@@ -31,9 +38,26 @@ export interface ListContactsOptions extends ListContactsFilters {
  * first is right when few match (a rare name; a sync loop asking for the last minute's changes),
  * the second when many do (a common prefix; a first sync), where sorting them all for every page
  * would cost O(n) a page. A probe that reads at most this many + 1 index entries decides, so
- * neither database's planner has to guess.
+ * neither database's planner has to guess. It also bounds the sorted plan's cost: its matches are
+ * read one by one, wherever they sit (2,500 spread over 100k contacts took 14 ms on SQLite, 250 took
+ * 0.8 ms), so past this many the bounded id walk serves the page instead.
  */
-const INDEXED_MAX = 2000
+const INDEXED_MAX = 500
+
+/**
+ * The most rows a page of the id walk with `q` or `updated_after` examines (see the header): under
+ * a millisecond on SQLite at 100k contacts (docs/api-decisions.md), whatever the filter matches. The
+ * id walk reads rows in the table's order; with a tag, the walk follows the tag's index and reads
+ * each contact where it is, so it examines a quarter as many (TAG_SCAN_DIVISOR).
+ */
+const SCAN_MAX = 1000
+const TAG_SCAN_DIVISOR = 4
+
+/**
+ * The bounds a list request runs with. Not options of the API: tests lower them (and restore them)
+ * to reach both plans and the cut-short scan with a few contacts.
+ */
+export const listBounds = { indexedMax: INDEXED_MAX, scanMax: SCAN_MAX }
 
 /**
  * Keyset page by id (creation order): the cost does not grow with depth. The query of each filter
@@ -45,8 +69,9 @@ export async function listContactRows(
   accountId: string,
   options: ListContactsOptions,
   /** Not an option of the API: tests lower it to reach both plans with a few contacts. */
-  indexedMax = INDEXED_MAX,
-): Promise<PageRow[]> {
+  indexedMax = listBounds.indexedMax,
+  scanMax = listBounds.scanMax,
+): Promise<ScannedRows> {
   const q = options.q === undefined ? undefined : searchForm(options.q)
   const qHigh = q === undefined ? undefined : prefixUpperBound(q)
   const values: Record<ListSlot, unknown> = {
@@ -60,6 +85,8 @@ export async function listContactRows(
     updatedAfter: options.updated_after === undefined ? undefined : updatedAfter(options.updated_after),
     fetch: options.fetch,
     indexedMax: indexedMax + 1,
+    scanSkip: Math.max(Math.ceil(options.tag === undefined ? scanMax : scanMax / TAG_SCAN_DIVISOR), 1) - 1,
+    scannedTo: undefined,
   }
   const shape: ListShape = {
     desc: options.order === 'desc',
@@ -70,6 +97,7 @@ export async function listContactRows(
     qIndexed: false,
     updatedAfter: options.updated_after !== undefined,
     updatedAfterIndexed: false,
+    bounded: false,
   }
   const fewMatch = async (probeName: 'probeQ' | 'probeUpdated') => {
     const probe = templateFor(db, probeName, () => compileProbe(db, probeName))
@@ -82,20 +110,44 @@ export async function listContactRows(
   if (shape.q && !shape.email && qHigh !== undefined) {
     shape.qIndexed = await fewMatch('probeQ')
   }
-  if (shape.updatedAfter && !shape.qIndexed) {
+  if (shape.updatedAfter && !shape.qIndexed && !shape.email) {
     shape.updatedAfterIndexed = await fewMatch('probeUpdated')
+  }
+  // The id walk, which skips what does not match: bounded to a window of scanMax positions.
+  const walks = (shape.q || shape.updatedAfter) && !shape.email && !shape.qIndexed && !shape.updatedAfterIndexed
+  if (walks) {
+    const endKey = `scanEnd${shape.tag ? 't' : ''}${shape.desc ? 'd' : ''}${shape.after ? 'a' : ''}`
+    const end = templateFor(db, endKey, () => compileScanEnd(db, shape))
+    const { rows } = await db.executeQuery<{ id: string }>(CompiledQuery.raw(end.sql, parameters(end, values)))
+    // No row: fewer than scanMax positions are left, and the walk runs to the end.
+    values.scannedTo = rows[0]?.id
+    shape.bounded = values.scannedTo !== undefined
   }
   const key = Object.values(shape)
     .map((on) => (on ? '1' : '0'))
     .join('')
   const template = templateFor(db, key, () => compileListTemplate(db, shape))
   const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters(template, values)))
-  return rows
+  // A full page ends at its last row; a short one within the window ends where the window does.
+  const scannedTo = rows.length < options.fetch ? (values.scannedTo as string | undefined) : undefined
+  return { rows, scannedTo }
 }
 
-type ListSlot = 'account' | 'after' | 'email' | 'tag' | 'q' | 'qLow' | 'qHigh' | 'updatedAfter' | 'fetch' | 'indexedMax'
+type ListSlot =
+  | 'account'
+  | 'after'
+  | 'email'
+  | 'tag'
+  | 'q'
+  | 'qLow'
+  | 'qHigh'
+  | 'updatedAfter'
+  | 'fetch'
+  | 'indexedMax'
+  | 'scanSkip'
+  | 'scannedTo'
 type ListShape = Record<
-  'desc' | 'after' | 'email' | 'tag' | 'q' | 'qIndexed' | 'updatedAfter' | 'updatedAfterIndexed',
+  'desc' | 'after' | 'email' | 'tag' | 'q' | 'qIndexed' | 'updatedAfter' | 'updatedAfterIndexed' | 'bounded',
   boolean
 >
 interface ListTemplate {
@@ -127,6 +179,7 @@ const parameters = (template: ListTemplate, values: Record<ListSlot, unknown>) =
 const marker = (slot: ListSlot) => `\u0000${slot}`
 const FETCH_MARKER = -424242
 const INDEXED_MAX_MARKER = -434343
+const SCAN_SKIP_MARKER = -444444
 
 /** Records which value each parameter position of a query built with markers takes. */
 function toTemplate(compiled: { sql: string; parameters: readonly unknown[] }, planPerCall: boolean): ListTemplate {
@@ -136,6 +189,9 @@ function toTemplate(compiled: { sql: string; parameters: readonly unknown[] }, p
     }
     if (parameter === INDEXED_MAX_MARKER) {
       return 'indexedMax'
+    }
+    if (parameter === SCAN_SKIP_MARKER) {
+      return 'scanSkip'
     }
     const slot = typeof parameter === 'string' && parameter.startsWith('\u0000') ? parameter.slice(1) : undefined
     if (slot === undefined) {
@@ -158,6 +214,36 @@ function compileProbe(db: Db, probe: 'probeQ' | 'probeUpdated'): ListTemplate {
           .where('contacts.updated_at', '>', marker('updatedAfter'))
           .limit(INDEXED_MAX_MARKER)
   return toTemplate(sql<{ n: number }>`select count(*) as n from (${matching}) as matching`.compile(db), true)
+}
+
+/**
+ * Where the id walk's window ends: the scanMax-th position after the cursor in the walk's order
+ * (the contacts' primary key, or the tag's index), read from the index alone. No row when fewer
+ * are left.
+ */
+function compileScanEnd(db: Db, shape: ListShape): ListTemplate {
+  const direction = shape.desc ? 'desc' : 'asc'
+  const compiled = shape.tag
+    ? db
+        .selectFrom('contact_tags')
+        .select('contact_tags.contact_id as id')
+        .where('contact_tags.account_id', '=', marker('account'))
+        .where('contact_tags.tag', '=', marker('tag'))
+        .$if(shape.after, (query) => query.where('contact_tags.contact_id', shape.desc ? '<' : '>', marker('after')))
+        .orderBy('contact_tags.contact_id', direction)
+        .limit(sql.lit(1))
+        .offset(SCAN_SKIP_MARKER)
+        .compile()
+    : db
+        .selectFrom('contacts')
+        .select('contacts.id as id')
+        .where('contacts.account_id', '=', marker('account'))
+        .$if(shape.after, (query) => query.where('contacts.id', shape.desc ? '<' : '>', marker('after')))
+        .orderBy('contacts.id', direction)
+        .limit(sql.lit(1))
+        .offset(SCAN_SKIP_MARKER)
+        .compile()
+  return toTemplate(compiled, false)
 }
 
 /** The account's search terms that start with `q`: a range of the contact_terms index. */
@@ -231,6 +317,10 @@ function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
   const position = shape.tag ? 'contact_tags.contact_id' : 'contacts.id'
   if (shape.after) {
     query = query.where(position, shape.desc ? '<' : '>', marker('after'))
+  }
+  if (shape.bounded) {
+    // The window of the id walk: it ends at the scanMax-th position after the cursor (compileScanEnd).
+    query = query.where(position, shape.desc ? '>=' : '<=', marker('scannedTo'))
   }
   if (shape.email) {
     query = query.where('contacts.email_lower', '=', marker('email'))

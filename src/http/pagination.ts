@@ -135,15 +135,36 @@ export interface PageRow {
 }
 
 /**
+ * Rows of a page whose scan may stop early: a list whose filter bounds the rows a page examines
+ * returns the rows found and, when it stopped before finding limit + 1, the position it reached.
+ */
+export interface ScannedRows {
+  rows: PageRow[]
+  /** Where a scan cut short stopped (the next page continues after it); undefined when it reached the end. */
+  scannedTo: string | undefined
+}
+
+/**
  * Builds the list envelope from rows fetched with limit + 1: the extra row only says that
- * a next page exists, so next_cursor is null exactly at the end. The stored bodies are written
+ * a next page exists, so next_cursor is null exactly at the end. A scan cut short (`scannedTo`)
+ * gives a page that may be short, even empty, with a cursor that continues the scan. The stored bodies are written
  * straight into one Buffer: no joined string to allocate, and nothing left for the socket to
  * encode (a string body is measured, then encoded, on its way out).
  */
-function pageBody(name: string, rows: PageRow[], limit: number, nextCursor: (lastPosition: string) => string): Buffer {
+function pageBody(
+  name: string,
+  { rows, scannedTo }: ScannedRows,
+  limit: number,
+  nextCursor: (lastPosition: string) => string,
+): Buffer {
   const count = Math.min(rows.length, limit)
   const last = rows[count - 1]
-  const cursor = rows.length > limit && last ? JSON.stringify(nextCursor(last.position ?? last.id)) : 'null'
+  const cursor =
+    rows.length > limit && last
+      ? JSON.stringify(nextCursor(last.position ?? last.id))
+      : scannedTo !== undefined
+        ? JSON.stringify(nextCursor(scannedTo))
+        : 'null'
   const head = `{"${name}":[`
   const tail = `],"next_cursor":${cursor}}`
   let size = Buffer.byteLength(head) + Buffer.byteLength(tail) + Math.max(count - 1, 0)
@@ -172,11 +193,12 @@ export async function sendPage(
   secret: string,
   scope: CursorScope,
   page: { limit: number; after: string | undefined },
-  fetchRows: (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[]>,
+  fetchRows: (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[] | ScannedRows>,
 ): Promise<FastifyReply> {
   const cursors = cursorCodec(secret, scope)
   const afterId = page.after === undefined ? undefined : cursors.decode(page.after)
-  const rows = await fetchRows({ afterId, fetch: page.limit + 1 })
-  const body = pageBody(scope.list, rows, page.limit, cursors.encode)
+  const fetched = await fetchRows({ afterId, fetch: page.limit + 1 })
+  const scanned = Array.isArray(fetched) ? { rows: fetched, scannedTo: undefined } : fetched
+  const body = pageBody(scope.list, scanned, page.limit, cursors.encode)
   return reply.code(200).type('application/json; charset=utf-8').send(body)
 }

@@ -8,6 +8,7 @@ import { signUp as signUpClient } from '../../test/web-client.js'
 import { buildApp } from '../app.js'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import { parseStoredContact } from '../contacts/contacts.js'
+import { listBounds } from '../contacts/contacts.list-query.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
 import { createContact } from '../contacts/contacts.store.js'
 import { findStoredBody } from '../db/stored-body.js'
@@ -210,6 +211,33 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       const none = await get(s, '/contacts?q=nobody')
       expect(rowCount(none.body)).toBe(0)
       expect(none.body).toContain('No contacts match')
+    })
+
+    it('a search cut short by its scan bound: an empty page that says so, links on, and every match once', async () => {
+      const bounds = { ...listBounds }
+      // The bounds lowered (the real ones are 500 and 1,000): the walk, 20 contacts a page.
+      Object.assign(listBounds, { indexedMax: 0, scanMax: 20 })
+      try {
+        const first = await get(s, '/contacts?q=person5')
+        expect(first.statusCode).toBe(200)
+        expect(rowCount(first.body)).toBe(0)
+        expect(first.body).toContain('the search continues on the next page')
+        const names: string[] = []
+        let next = nextHref(first.body)
+        let pages = 1
+        while (next !== undefined) {
+          const page = await t.app.inject({ method: 'GET', url: next, cookies: { sid: s.cookie } })
+          expect(page.statusCode).toBe(200)
+          names.push(...[...page.body.matchAll(/>(Person\d\d)</g)].map((m) => m[1] as string))
+          next = nextHref(page.body)
+          pages++
+        }
+        // 0-19, 20-39, 40-59 (the ten), then past the end: empty, no link.
+        expect(pages).toBe(4)
+        expect(names).toEqual(Array.from({ length: 10 }, (_, i) => `Person5${i}`))
+      } finally {
+        Object.assign(listBounds, bounds)
+      }
     })
 
     it('answers 400 with a clear message for a bad cursor or filter', async () => {

@@ -156,7 +156,9 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       }
       throw error
     }
-    const rows = await listContactRows(db, account.id, {
+    // Bounded like the API's list: a search examines at most a window of contacts per page, so a
+    // page may be short, even empty, with a next link that continues the search.
+    const { rows, scannedTo } = await listContactRows(db, account.id, {
       order: 'asc',
       ...(q === undefined ? {} : { q }),
       ...(tag === undefined ? {} : { tag }),
@@ -188,7 +190,9 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
         tag: tag ?? '',
         ...(rows.length > CONTACTS_PAGE_SIZE && last
           ? { nextHref: link(encodeCursor(deps.secret, scope, last.id)) }
-          : {}),
+          : scannedTo !== undefined
+            ? { nextHref: link(encodeCursor(deps.secret, scope, scannedTo)) }
+            : {}),
         ...(after !== undefined ? { firstHref: link() } : {}),
         ...(notice ? { notice } : {}),
       }),

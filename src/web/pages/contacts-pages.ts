@@ -81,11 +81,13 @@ ${notice(data.notice)}
 ${
   data.contacts.length === 0
     ? html`<tr><td colspan="6" class="hint">${
-        filtered
-          ? 'No contacts match. Try the start of a name, an email or a company, or clear the search.'
-          : data.firstHref
-            ? 'No more contacts.'
-            : html`No contacts yet. <a href="${base}/new">Create one</a> or <a href="${base}/import">import a CSV file</a>.`
+        filtered && data.nextHref
+          ? 'No matches in this part of the list; the search continues on the next page.'
+          : filtered
+            ? 'No contacts match. Try the start of a name, an email or a company, or clear the search.'
+            : data.firstHref
+              ? 'No more contacts.'
+              : html`No contacts yet. <a href="${base}/new">Create one</a> or <a href="${base}/import">import a CSV file</a>.`
       }</td></tr>`
     : data.contacts.map(
         (contact) => html`<tr data-contact-id="${contact.id}">
