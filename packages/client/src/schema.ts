@@ -71,7 +71,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description One page at a time, in creation order; pass next_cursor back as `after`.
+         * @description One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end.
          */
         get: operations["listContacts"];
         put?: never;

@@ -3,6 +3,7 @@
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { listBounds } from '../../../src/contacts/contacts.list-query.js'
 import { testDialects } from '../../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../../test/harness.js'
 import { staticResolver } from '../../../test/static-resolver.js'
@@ -44,6 +45,32 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
 
   const client = (options: Partial<Parameters<typeof createClient>[0]> = {}) =>
     createClient({ baseUrl: base, apiKey: acme.key, retryBaseDelayMs: 10, ...options })
+
+  it('walks a search through the short and empty pages of a bounded scan, every match once', async () => {
+    const sdk = client()
+    const made: string[] = []
+    for (let i = 0; i < 12; i++) {
+      const contact = await sdk.contacts.create({ first_name: i % 4 === 0 ? `Walker${i}` : `Other${i}` })
+      if (i % 4 === 0) {
+        made.push(contact.id)
+      }
+    }
+    const bounds = { ...listBounds }
+    // Lowered (the real ones are 500 and 1,000): pages of 3 scanned contacts, most of them empty.
+    Object.assign(listBounds, { indexedMax: 0, scanMax: 3 })
+    try {
+      const first = await sdk.contacts.list({ q: 'walker', limit: 10 })
+      expect(first.contacts.length).toBeLessThan(made.length)
+      expect(first.next_cursor).not.toBeNull()
+      const walked: string[] = []
+      for await (const contact of sdk.contacts.all({ q: 'walker', limit: 10 })) {
+        walked.push(contact.id)
+      }
+      expect(walked.sort()).toEqual([...made].sort())
+    } finally {
+      Object.assign(listBounds, bounds)
+    }
+  })
 
   it('reads the account, creates, gets, updates, upserts and deletes a contact', async () => {
     const sdk = client()
