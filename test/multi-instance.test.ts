@@ -53,7 +53,9 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
       scope: 'full',
       expires: 'never',
     })
-    const key = /value="(service_live_[A-Za-z0-9]{32})"/.exec(created.body)?.[1] as string
+    // The new key is shown once, on the page the POST redirects to.
+    const shown = await web.get(created.location ?? '')
+    const key = /value="(service_live_[A-Za-z0-9]{32})"/.exec(shown.body)?.[1] as string
     expect(key).toBeDefined()
     return { web, accountId, key }
   }
