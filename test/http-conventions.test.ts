@@ -218,6 +218,36 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(JSON.stringify(doc)).not.toMatch(/key_hash|account_id"\s*:\s*\{/)
   })
 
+  it('documents every query parameter as optional, as the server treats it (DESIGN §8)', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    const lists: string[] = []
+    for (const [path, operations] of Object.entries(
+      doc.paths as Record<
+        string,
+        Record<string, { parameters?: Array<{ in: string; name: string; required?: boolean }> }>
+      >,
+    )) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const query = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query')
+        if (query.some((parameter) => parameter.name === 'limit')) {
+          lists.push(`${method} ${path}`)
+        }
+        for (const parameter of query) {
+          expect(parameter.required ?? false, `${method} ${path} ${parameter.name}`).toBe(false)
+        }
+      }
+    }
+    expect(lists.sort()).toEqual([
+      'get /api/v1/contacts',
+      'get /api/v1/events',
+      'get /api/v1/webhook_endpoints',
+      'get /api/v1/webhook_endpoints/{id}/deliveries',
+    ])
+    // And the server agrees: no parameter at all is a first page of the default size, oldest first.
+    const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })
+    expect(res.statusCode).toBe(200)
+  })
+
   it('documents every operation for clients: an operationId, a description, problems as application/problem+json', async () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
     expect(doc.info.contact.url).toBe(t.deps.config.appUrl)

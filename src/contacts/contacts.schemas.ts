@@ -103,10 +103,12 @@ export const ListContactsQuery = Type.Object(
       }),
     ),
     updated_after: Type.Optional(Type.String({ format: 'date-time', maxLength: STRING_MAX })),
-    order: Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
-      default: 'asc',
-      description: 'By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc.',
-    }),
+    order: Type.Optional(
+      Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+        default: 'asc',
+        description: 'By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
