@@ -346,6 +346,38 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(errors.body).toContain('id="invalid_cursor"')
   })
 
+  it('/docs, its assets and the error catalogue carry the security headers (DESIGN §10)', async () => {
+    const urls = [
+      '/docs',
+      '/docs/',
+      '/docs/static/swagger-initializer.js',
+      '/docs/static/swagger-ui.css',
+      '/docs/static/swagger-ui-bundle.js',
+      '/docs/json',
+      '/docs/errors',
+    ]
+    for (const url of urls) {
+      const res = await t.app.inject({ method: 'GET', url })
+      expect(res.statusCode, url).toBe(200)
+      expect(res.headers['x-content-type-options'], url).toBe('nosniff')
+      expect(res.headers['x-frame-options'], url).toBe('DENY')
+      expect(res.headers['request-id'], url).toMatch(/^req_/)
+      const csp = String(res.headers['content-security-policy'])
+      expect(csp, url).toContain("frame-ancestors 'none'")
+      expect(csp, url).toContain("default-src 'self'")
+      expect(csp, url).toContain("object-src 'none'")
+      // Swagger UI runs without inline scripts or eval, and without a CDN.
+      expect(csp, url).toMatch(/script-src 'self'(;|$)/)
+      expect(csp, url).not.toContain('unsafe-')
+      // Swagger UI's files may be cached a while; the page (and what names the document) is revalidated.
+      const asset = url.startsWith('/docs/static/swagger-ui')
+      expect(res.headers['cache-control'], url).toBe(asset ? 'public, max-age=3600' : 'no-cache')
+    }
+    // The page loads its scripts from this server only.
+    const page = await t.app.inject({ method: 'GET', url: '/docs/' })
+    expect(page.body).not.toMatch(/<script>|src="https?:/)
+  })
+
   it('an internal failure is a generic 500 problem: no message, stack or SQL', async () => {
     // Break the storage under one account's feet: drop a table the events list needs.
     const broken = await createTestHarness({ dialect })
