@@ -61,7 +61,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         description: 'One page at a time, in creation order; pass next_cursor back as `after`.',
         querystring: ListContactsQuery,
         response: {
-          200: jsonResponse(ListEnvelope('contacts', ContactSchema), 'A page of contacts.'),
+          200: jsonResponse(ListEnvelope('ContactList', 'contacts', ContactSchema), 'A page of contacts.'),
           ...apiProblems('invalid_cursor'),
         },
       },

@@ -5,7 +5,8 @@ import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { openApiWebhooks } from '../webhooks/openapi-webhooks.js'
 import { ERROR_CODES, statusOf, titleOf } from './errors.js'
-import { operationsProblems } from './openapi-responses.js'
+import { completeOperations, componentize, type SchemaComponents } from './openapi-components.js'
+import { HEADER_COMPONENT, operationsProblems } from './openapi-responses.js'
 
 // The probes' routes (observability/health.ts) declare what they answer when all is well; their
 // documentation adds what every route can answer, and says what each probe checks.
@@ -26,7 +27,12 @@ const PROBES: Record<
   },
 }
 
+const sortedByName = <T>(record: Record<string, T>): Record<string, T> =>
+  Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
+
 export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+  // The named schemas the operations use, collected while the document is built (it is built once).
+  const components: SchemaComponents = new Map()
   const server = {
     url: config.apiUrl,
     description: 'This deployment (API_URL): the production API, or a local one in development.',
@@ -69,12 +75,18 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
     },
     // Only the public API and operations routes belong in the document.
     hideUntagged: false,
-    transform: ({ schema, url }) => {
+    transform: ({ schema: routeSchema, url }) => {
       const isApi = url.startsWith('/api/v1/') && url !== '/api/v1/openapi.json'
       const isOperations = url === '/healthz' || url === '/readyz'
       if (!isApi && !isOperations) {
         // The web application's pages are not part of the API.
-        return { schema: { ...schema, hide: true }, url }
+        return { schema: { ...routeSchema, hide: true }, url }
+      }
+      // Named schemas ($id) become components; the route's own schema is left as it is.
+      const schema = {
+        ...routeSchema,
+        ...(routeSchema.body ? { body: componentize(routeSchema.body, components) } : {}),
+        ...(routeSchema.response ? { response: componentize(routeSchema.response, components) } : {}),
       }
       if (isApi) {
         return { schema: { ...schema, security: [{ apiKey: [] }], tags: ['api'] }, url }
@@ -84,7 +96,11 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
         return { schema, url }
       }
       const { problems, ...operation } = probe
-      return { schema: { ...schema, ...operation, response: { ...(schema.response as object), ...problems } }, url }
+      // Public: `security: []` overrides nothing global today, but says so to a generated client.
+      return {
+        schema: { ...schema, ...operation, security: [], response: { ...(schema.response as object), ...problems } },
+        url,
+      }
     },
     // The webhooks a receiver gets, and the named schemas their bodies reference (DESIGN §12).
     transformObject: (document) => {
@@ -93,10 +109,23 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       }
       const { openapiObject } = document
       const { schemas, webhooks } = openApiWebhooks()
-      const components = openapiObject.components ?? {}
+      for (const [name, schema] of Object.entries(schemas)) {
+        components.set(name, componentize(schema, components, false))
+      }
+      const { headers, parameters } = completeOperations(
+        openapiObject.paths as Parameters<typeof completeOperations>[0],
+        components,
+        HEADER_COMPONENT,
+      )
+      const existing = openapiObject.components ?? {}
       return {
         ...openapiObject,
-        components: { ...components, schemas: { ...components.schemas, ...schemas } },
+        components: {
+          ...existing,
+          schemas: sortedByName({ ...existing.schemas, ...Object.fromEntries(components) }),
+          headers: sortedByName(headers),
+          parameters,
+        },
         webhooks,
       } as typeof openapiObject
     },

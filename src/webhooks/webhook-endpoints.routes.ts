@@ -82,7 +82,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         description: 'One page at a time, in creation order; pass next_cursor back as `after`. Secrets are not shown.',
         querystring: ListEndpointsQuery,
         response: {
-          200: jsonResponse(ListEnvelope('webhook_endpoints', WebhookEndpointSchema), 'A page of webhook endpoints.'),
+          200: jsonResponse(
+            ListEnvelope('WebhookEndpointList', 'webhook_endpoints', WebhookEndpointSchema),
+            'A page of webhook endpoints.',
+          ),
           ...apiProblems('invalid_cursor'),
         },
       },
@@ -292,7 +295,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         params: IdParams,
         querystring: ListDeliveriesQuery,
         response: {
-          200: jsonResponse(ListEnvelope('deliveries', WebhookDeliverySchema), 'A page of deliveries.'),
+          200: jsonResponse(
+            ListEnvelope('WebhookDeliveryList', 'deliveries', WebhookDeliverySchema),
+            'A page of deliveries.',
+          ),
           ...apiProblems('invalid_cursor', 'not_found'),
         },
       },
