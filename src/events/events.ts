@@ -11,7 +11,8 @@ import { newEventPosition } from './feed-position.js'
 export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
-const CONTACT_EVENT_TEXT: Record<EventType, string> = {
+/** What each contact event says; its webhook delivery (openapi-webhooks.ts) says the same. */
+export const CONTACT_EVENT_TEXT: Record<EventType, string> = {
   'contact.created': 'A contact was created; `data.object` is the contact as created.',
   'contact.updated': 'A contact was updated; `data.object` is the contact after the change.',
   'contact.deleted': 'A contact was deleted; `data.object` is the contact as it was.',

@@ -3,7 +3,7 @@
 // The bodies are TypeBox schemas holding the Contact schema; the document refers to its component.
 import { type TSchema, Type } from '@sinclair/typebox'
 import { ContactSchema } from '../contacts/contacts.schemas.js'
-import { EVENT_TYPES, type EventType } from '../events/events.js'
+import { CONTACT_EVENT_TEXT, EVENT_TYPES } from '../events/events.js'
 import { PrefixedId, Timestamp } from '../http/schemas.js'
 import { idLength } from '../lib/ids.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
@@ -25,12 +25,6 @@ const WEBHOOK_TEST_OBJECT = Type.Object(
   { object: Type.Literal('webhook_endpoint'), id: PrefixedId('webhookEndpoint') },
   { additionalProperties: false, description: 'The endpoint the test was sent to.' },
 )
-
-const CONTACT_EVENT_TEXT: Record<EventType, string> = {
-  'contact.created': 'A contact was created; `data.object` is the contact as created.',
-  'contact.updated': 'A contact was updated; `data.object` is the contact after the change.',
-  'contact.deleted': 'A contact was deleted; `data.object` is the contact as it was.',
-}
 
 /** The component name of the body of each event type's delivery. */
 const payloadName = (type: string) =>
