@@ -320,6 +320,16 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
       }
     }
     expect(doc.components.parameters.IdempotencyKey).toMatchObject({ in: 'header', name: 'Idempotency-Key' })
+    // A body is required where the server needs one, and optional where it reads none as {}.
+    expect(doc.paths['/api/v1/contacts'].post.requestBody.required).toBe(true)
+    for (const path of [
+      '/api/v1/webhook_endpoints/{id}/roll_secret',
+      '/api/v1/webhook_endpoints/{id}/test',
+      '/api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
+    ]) {
+      expect(doc.paths[path].post.requestBody.required, path).toBe(false)
+      expect(doc.paths[path].post['x-body-optional'], path).toBeUndefined()
+    }
     // The public routes say they need no key.
     expect(doc.paths['/healthz'].get.security).toEqual([])
     expect(doc.paths['/readyz'].get.security).toEqual([])

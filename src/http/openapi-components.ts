@@ -62,6 +62,8 @@ interface Response {
   content?: Record<string, Media>
 }
 interface Operation {
+  [BODY_OPTIONAL]?: boolean
+  requestBody?: { required?: boolean }
   parameters?: unknown[]
   responses?: Record<string, Response>
   security?: unknown[]
@@ -69,6 +71,13 @@ interface Operation {
 type Paths = Record<string, Record<string, Operation>>
 
 const HEADERS = '#/components/headers/'
+
+/**
+ * On a route's schema: the body may be left out (the route reads none as `{}`). @fastify/swagger
+ * marks every documented body required, and copies `x-` keys onto the operation, where
+ * completeOperations reads this one.
+ */
+export const BODY_OPTIONAL = 'x-body-optional'
 
 /** The headers every response of the document declares, whatever the operation. */
 const COMMON_HEADERS = {
@@ -109,7 +118,8 @@ const REPLAYABLE = /^(2\d\d|400|403|404|409)$/
 /**
  * Adds to the generated operations what no route schema states, from the server's global
  * behaviour: the headers every response carries (Request-Id), the one a 201 carries (Location), and
- * Idempotency-Key on the POSTs that honour it (every /api/v1 POST, installIdempotency); turns the
+ * Idempotency-Key on the POSTs that honour it (every /api/v1 POST, installIdempotency), and a body
+ * that may be left out (BODY_OPTIONAL) as not required; turns the
  * response headers that route schemas name (HEADER_COMPONENT) into references to components.headers;
  * and gives a success response whose body is a named schema with an example that example.
  */
@@ -122,6 +132,12 @@ export function completeOperations(
   const ref = (name: string) => ({ $ref: `${HEADERS}${name}` })
   for (const [path, operations] of Object.entries(paths)) {
     for (const [method, operation] of Object.entries(operations)) {
+      if (operation[BODY_OPTIONAL] !== undefined) {
+        if (operation.requestBody) {
+          operation.requestBody.required = false
+        }
+        delete operation[BODY_OPTIONAL]
+      }
       const idempotent = method === 'post' && path.startsWith('/api/v1/')
       if (idempotent) {
         operation.parameters = [...(operation.parameters ?? []), { $ref: '#/components/parameters/IdempotencyKey' }]

@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
+import { BODY_OPTIONAL } from '../http/openapi-components.js'
 import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
 import { IdParams, ListQuery, NoQuery } from '../http/schemas.js'
@@ -210,6 +211,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         done()
       },
       schema: {
+        [BODY_OPTIONAL]: true,
         operationId: 'rollWebhookEndpointSecret',
         summary: 'Roll the signing secret',
         description: `A new signing secret, in this response only. The old one keeps signing deliveries (a second signature) for \`expire_old_in_seconds\` (default ${ROLL_OVERLAP_DEFAULT_S}; 0 stops it now). The body may be empty.`,
@@ -252,6 +254,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         done()
       },
       schema: {
+        [BODY_OPTIONAL]: true,
         operationId: 'testWebhookEndpoint',
         summary: 'Send a test event',
         description:
@@ -349,6 +352,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         done()
       },
       schema: {
+        [BODY_OPTIONAL]: true,
         operationId: 'retryWebhookDelivery',
         summary: 'Retry a delivery',
         description:
