@@ -240,6 +240,93 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
     expect(await snapshotAccount(t, acme)).toEqual(before)
   })
 
+  // [method, path, body, the one field error]: a value that fails Nullable(X) reports X's error, not
+  // "must be null" and "must match a schema in anyOf" as well.
+  const oneErrorPerField: Array<[string, string, object, string, string]> = [
+    ['POST', '/api/v1/contacts', { first_name: '' }, 'first_name', 'must not be empty'],
+    ['POST', '/api/v1/contacts', { last_name: 'x'.repeat(257) }, 'last_name', 'must be at most 256 characters'],
+    ['POST', '/api/v1/contacts', { email: 5 }, 'email', 'must be a string or null'],
+    ['POST', '/api/v1/contacts', { tags: 'vip' }, 'tags', 'must be an array or null'],
+    ['POST', '/api/v1/contacts', { tags: ['ok', ''] }, 'tags.1', 'must not be empty'],
+    [
+      'POST',
+      '/api/v1/contacts',
+      { custom_fields: { plan: ['pro'] } },
+      'custom_fields.plan',
+      'must be a string, a number, a boolean or null',
+    ],
+    [
+      'POST',
+      '/api/v1/contacts',
+      { custom_fields: { plan: 'p'.repeat(501) } },
+      'custom_fields.plan',
+      'must be at most 500 characters',
+    ],
+    [
+      'POST',
+      '/api/v1/contacts',
+      { custom_fields: { 'bad key': 1 } },
+      'custom_fields.bad key',
+      'is not a valid custom field key: use 1-40 letters, digits or underscores',
+    ],
+    ['POST', '/api/v1/contacts', { custom_fields: 'plan' }, 'custom_fields', 'must be an object or null'],
+    ['POST', '/api/v1/contacts/upsert', { first_name: 'Ada' }, 'email', 'is required'],
+    ['PATCH', '/api/v1/contacts/{id}', { company: '' }, 'company', 'must not be empty'],
+    [
+      'PATCH',
+      '/api/v1/contacts/{id}',
+      { custom_fields: { seats: { n: 1 } } },
+      'custom_fields.seats',
+      'must be a string, a number, a boolean or null',
+    ],
+    ['POST', '/api/v1/webhook_endpoints', { url: '' }, 'url', 'must not be empty'],
+    [
+      'POST',
+      '/api/v1/webhook_endpoints',
+      { url: 'https://hooks.example.com/a', description: 5 },
+      'description',
+      'must be a string or null',
+    ],
+    [
+      'POST',
+      '/api/v1/webhook_endpoints',
+      { url: 'https://hooks.example.com/a', events: ['contact.merged'] },
+      'events.0',
+      'must be one of *, contact.created, contact.updated, contact.deleted',
+    ],
+    [
+      'POST',
+      '/api/v1/webhook_endpoints',
+      { url: 'https://hooks.example.com/a', events: [] },
+      'events',
+      'must have at least 1 item',
+    ],
+  ]
+  it.each(oneErrorPerField)(
+    '%s %s %j → one error, for the bad field only',
+    async (method, path, payload, field, message) => {
+      const url = path.replace('{id}', existingId)
+      const res = await t.inject(acme, { method: method as 'POST', url, payload })
+      const body = expectProblem(res, 400, 'invalid_parameter')
+      expect(body.errors).toEqual([{ field, message }])
+      expect(body.detail).toBe(`${field} ${message}`)
+    },
+  )
+
+  it.each([
+    ['/api/v1/contacts?order=newest', 'order', 'must be one of asc, desc'],
+    ['/api/v1/events?type=contact.merged', 'type', 'must be one of contact.created, contact.updated, contact.deleted'],
+    [
+      '/api/v1/contacts?updated_after=yesterday',
+      'updated_after',
+      'must be an RFC 3339 date-time, e.g. 2026-01-31T09:00:00Z',
+    ],
+  ])('GET %s → one error naming the choices or the format', async (url, field, message) => {
+    const body = expectProblem(await t.inject(acme, { method: 'GET', url }), 400, 'invalid_parameter')
+    expect(body.errors).toEqual([{ field, message }])
+    expect(body.detail).toBe(`${field} ${message}`)
+  })
+
   it('a problem never echoes more than it documents: detail ≤ 1024 and each field error ≤ 256 characters', async () => {
     const name = 'k'.repeat(5000)
     const res = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload: { [name]: 1 } })

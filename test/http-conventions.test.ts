@@ -18,7 +18,10 @@ interface Operation {
   operationId: string
   description?: string
   tags: string[]
-  responses: Record<string, { content?: Record<string, unknown>; headers?: Record<string, unknown> }>
+  responses: Record<
+    string,
+    { description?: string; content?: Record<string, unknown>; headers?: Record<string, unknown> }
+  >
 }
 
 /** A contact with every field set, at the limits the schemas document. */
@@ -214,8 +217,194 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     }
     // The contact schema and the problem schema are in the document.
     const list = doc.paths['/api/v1/contacts'].get.responses['200'].content['application/json'].schema
-    expect(JSON.stringify(list)).toContain('next_cursor')
+    expect(list).toEqual({ $ref: '#/components/schemas/ContactList' })
+    expect(JSON.stringify(doc.components.schemas.ContactList)).toContain('next_cursor')
     expect(JSON.stringify(doc)).not.toMatch(/key_hash|account_id"\s*:\s*\{/)
+  })
+
+  it('names its schemas, headers and parameters as components, and refers to them', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    const schemas = doc.components.schemas
+    expect(Object.keys(schemas)).toEqual(
+      expect.arrayContaining([
+        'Account',
+        'Contact',
+        'ContactInput',
+        'ContactUpsertInput',
+        'ContactList',
+        'Event',
+        'ContactCreatedEvent',
+        'ContactUpdatedEvent',
+        'ContactDeletedEvent',
+        'EventList',
+        'Problem',
+        'WebhookEndpoint',
+        'WebhookEndpointWithSecret',
+        'WebhookEndpointCreateInput',
+        'WebhookEndpointUpdateInput',
+        'WebhookEndpointList',
+        'WebhookDelivery',
+        'WebhookDeliveryList',
+      ]),
+    )
+    const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` })
+    const body = (path: string, method: string) =>
+      doc.paths[path][method].requestBody.content['application/json'].schema
+    const answer = (path: string, method: string, status: string) =>
+      doc.paths[path][method].responses[status].content['application/json'].schema
+    expect(body('/api/v1/contacts', 'post')).toEqual(ref('ContactInput'))
+    expect(body('/api/v1/contacts/{id}', 'patch')).toEqual(ref('ContactInput'))
+    expect(body('/api/v1/contacts/upsert', 'post')).toEqual(ref('ContactUpsertInput'))
+    expect(body('/api/v1/webhook_endpoints', 'post')).toEqual(ref('WebhookEndpointCreateInput'))
+    expect(answer('/api/v1/contacts', 'post', '201')).toEqual(ref('Contact'))
+    expect(answer('/api/v1/me', 'get', '200')).toEqual(ref('Account'))
+    expect(answer('/api/v1/events/{id}', 'get', '200')).toEqual(ref('Event'))
+    expect(answer('/api/v1/events', 'get', '200')).toEqual(ref('EventList'))
+    expect(answer('/api/v1/webhook_endpoints', 'get', '200')).toEqual(ref('WebhookEndpointList'))
+    expect(answer('/api/v1/webhook_endpoints/{id}/deliveries', 'get', '200')).toEqual(ref('WebhookDeliveryList'))
+    // The webhook payloads refer to the same Contact.
+    expect(schemas.ContactCreatedPayload.properties.data.properties.object).toEqual(ref('Contact'))
+    // Event: a union told apart by `type`, each contact.* event carrying a Contact.
+    expect(schemas.Event.discriminator).toEqual({
+      propertyName: 'type',
+      mapping: {
+        'contact.created': '#/components/schemas/ContactCreatedEvent',
+        'contact.updated': '#/components/schemas/ContactUpdatedEvent',
+        'contact.deleted': '#/components/schemas/ContactDeletedEvent',
+      },
+    })
+    expect(schemas.Event.oneOf).toHaveLength(3)
+    expect(schemas.ContactUpdatedEvent.properties.type).toMatchObject({ const: 'contact.updated' })
+    expect(schemas.ContactUpdatedEvent.properties.data.properties.object).toEqual(ref('Contact'))
+    expect(schemas.Contact.properties.email.anyOf).toContainEqual(expect.objectContaining({ format: 'email' }))
+    // No $id is left over in the document: every named schema is a component.
+    expect(JSON.stringify(doc)).not.toContain('"$id"')
+
+    // Headers: Request-Id on every response, Location on every 201, the rest where they are sent.
+    const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` })
+    interface DocumentedOperation {
+      parameters?: unknown[]
+      responses: Record<string, { headers: Record<string, { $ref: string }> }>
+    }
+    const operations = Object.entries(doc.paths as Record<string, Record<string, DocumentedOperation>>).flatMap(
+      ([path, methods]) => Object.entries(methods).map(([method, operation]) => ({ path, method, operation })),
+    )
+    for (const { path, method, operation } of operations) {
+      const where = `${method} ${path}`
+      for (const [status, response] of Object.entries(operation.responses)) {
+        expect(response.headers['Request-Id'], `${where} ${status}`).toEqual(headerRef('RequestId'))
+        for (const header of Object.values(response.headers)) {
+          expect(header.$ref, `${where} ${status}`).toMatch(/^#\/components\/headers\//)
+          expect(doc.components.headers[header.$ref.split('/').pop() as string], header.$ref).toBeDefined()
+        }
+        if (status === '201') {
+          expect(response.headers.Location, where).toEqual(headerRef('Location'))
+        }
+        if (status === '401') {
+          expect(response.headers['WWW-Authenticate'], where).toEqual(headerRef('WWWAuthenticate'))
+        }
+        if (status === '429' || status === '503') {
+          expect(response.headers['Retry-After'], `${where} ${status}`).toEqual(headerRef('RetryAfter'))
+        }
+      }
+      const parameters = operation.parameters ?? []
+      const idempotencyKey = { $ref: '#/components/parameters/IdempotencyKey' }
+      if (method === 'post') {
+        expect(parameters, where).toContainEqual(idempotencyKey)
+        expect(
+          operation.responses['201'] ?? operation.responses['200'] ?? operation.responses['202'],
+          where,
+        ).toMatchObject({ headers: { 'Idempotent-Replayed': headerRef('IdempotentReplayed') } })
+      } else {
+        expect(parameters, where).not.toContainEqual(idempotencyKey)
+      }
+    }
+    expect(doc.components.parameters.IdempotencyKey).toMatchObject({ in: 'header', name: 'Idempotency-Key' })
+    // A body is required where the server needs one, and optional where it reads none as {}.
+    expect(doc.paths['/api/v1/contacts'].post.requestBody.required).toBe(true)
+    for (const path of [
+      '/api/v1/webhook_endpoints/{id}/roll_secret',
+      '/api/v1/webhook_endpoints/{id}/test',
+      '/api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
+    ]) {
+      expect(doc.paths[path].post.requestBody.required, path).toBe(false)
+      expect(doc.paths[path].post['x-body-optional'], path).toBeUndefined()
+    }
+    // The public routes say they need no key.
+    expect(doc.paths['/healthz'].get.security).toEqual([])
+    expect(doc.paths['/readyz'].get.security).toEqual([])
+  })
+
+  it('every example in the document is valid against its schema', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    const ajv = new Ajv({ strict: false, validateSchema: false, allErrors: true })
+    addFormats(ajv)
+    ajv.addSchema(doc, 'openapi.json')
+    let checked = 0
+    const mainBodies = new Set<string>()
+    for (const [path, operations] of Object.entries(doc.paths as Record<string, Record<string, Operation>>)) {
+      for (const [method, operation] of Object.entries(operations)) {
+        for (const [status, response] of Object.entries(operation.responses)) {
+          const content = (response.content ?? {}) as Record<
+            string,
+            { schema: { $ref?: string }; example?: unknown; examples?: Record<string, { value: unknown }> }
+          >
+          for (const media of Object.values(content)) {
+            const { schema } = media
+            const examples = [
+              ...(media.example === undefined ? [] : [media.example]),
+              ...Object.values(media.examples ?? {}).map((e) => e.value),
+            ]
+            if (!schema.$ref) {
+              continue
+            }
+            const validate = ajv.compile({ $ref: `openapi.json${schema.$ref}` })
+            for (const example of examples) {
+              expect(validate(example), `${method} ${path} ${status}: ${JSON.stringify(validate.errors)}`).toBe(true)
+              checked++
+            }
+            if (Number(status) < 300 && examples.length > 0) {
+              mainBodies.add(schema.$ref.split('/').pop() as string)
+            }
+          }
+        }
+      }
+    }
+    expect(checked).toBeGreaterThan(100)
+    // The main success bodies show an example.
+    expect([...mainBodies].sort()).toEqual(
+      expect.arrayContaining(['Account', 'Contact', 'ContactList', 'Event', 'EventList', 'WebhookEndpoint']),
+    )
+  })
+
+  it('documents every query parameter as optional, as the server treats it (DESIGN §8)', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    const lists: string[] = []
+    for (const [path, operations] of Object.entries(
+      doc.paths as Record<
+        string,
+        Record<string, { parameters?: Array<{ in: string; name: string; required?: boolean }> }>
+      >,
+    )) {
+      for (const [method, operation] of Object.entries(operations)) {
+        const query = (operation.parameters ?? []).filter((parameter) => parameter.in === 'query')
+        if (query.some((parameter) => parameter.name === 'limit')) {
+          lists.push(`${method} ${path}`)
+        }
+        for (const parameter of query) {
+          expect(parameter.required ?? false, `${method} ${path} ${parameter.name}`).toBe(false)
+        }
+      }
+    }
+    expect(lists.sort()).toEqual([
+      'get /api/v1/contacts',
+      'get /api/v1/events',
+      'get /api/v1/webhook_endpoints',
+      'get /api/v1/webhook_endpoints/{id}/deliveries',
+    ])
+    // And the server agrees: no parameter at all is a first page of the default size, oldest first.
+    const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })
+    expect(res.statusCode).toBe(200)
   })
 
   it('documents every operation for clients: an operationId, a description, problems as application/problem+json', async () => {
@@ -239,10 +428,26 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         )
         for (const [status, response] of Object.entries(operation.responses)) {
           if (Number(status) >= 400) {
-            // One shape for every problem, under the media type the API sends it with.
-            expect(response.content, `${where} ${status}`).toEqual({
-              'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } },
-            })
+            // One shape for every problem, under the media type the API sends it with, and an example
+            // per code with this very status (not one 400 example for every response).
+            expect(Object.keys(response.content ?? {}), `${where} ${status}`).toEqual(['application/problem+json'])
+            const media = response.content?.['application/problem+json'] as {
+              schema: unknown
+              examples: Record<string, { value: { status: number; code: string; existing_id?: string } }>
+            }
+            expect(media.schema, `${where} ${status}`).toEqual({ $ref: '#/components/schemas/Problem' })
+            expect(Object.keys(media.examples).length, `${where} ${status}`).toBeGreaterThan(0)
+            for (const [code, example] of Object.entries(media.examples)) {
+              expect(example.value, `${where} ${status} ${code}`).toMatchObject({
+                status: Number(status),
+                code,
+                type: `/docs/errors#${code}`,
+              })
+              expect(response.description, `${where} ${status}`).toContain(`\`${code}\``)
+              if (code !== 'contact_exists') {
+                expect(example.value.existing_id, `${where} ${status} ${code}`).toBeUndefined()
+              }
+            }
           }
           if (isApi && Number(status) < 500) {
             expect(Object.keys(response.headers ?? {}), `${where} ${status}`).toEqual(
@@ -314,6 +519,38 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     const errors = await t.app.inject({ method: 'GET', url: '/docs/errors' })
     expect(errors.statusCode).toBe(200)
     expect(errors.body).toContain('id="invalid_cursor"')
+  })
+
+  it('/docs, its assets and the error catalogue carry the security headers (DESIGN §10)', async () => {
+    const urls = [
+      '/docs',
+      '/docs/',
+      '/docs/static/swagger-initializer.js',
+      '/docs/static/swagger-ui.css',
+      '/docs/static/swagger-ui-bundle.js',
+      '/docs/json',
+      '/docs/errors',
+    ]
+    for (const url of urls) {
+      const res = await t.app.inject({ method: 'GET', url })
+      expect(res.statusCode, url).toBe(200)
+      expect(res.headers['x-content-type-options'], url).toBe('nosniff')
+      expect(res.headers['x-frame-options'], url).toBe('DENY')
+      expect(res.headers['request-id'], url).toMatch(/^req_/)
+      const csp = String(res.headers['content-security-policy'])
+      expect(csp, url).toContain("frame-ancestors 'none'")
+      expect(csp, url).toContain("default-src 'self'")
+      expect(csp, url).toContain("object-src 'none'")
+      // Swagger UI runs without inline scripts or eval, and without a CDN.
+      expect(csp, url).toMatch(/script-src 'self'(;|$)/)
+      expect(csp, url).not.toContain('unsafe-')
+      // Swagger UI's files may be cached a while; the page (and what names the document) is revalidated.
+      const asset = url.startsWith('/docs/static/swagger-ui')
+      expect(res.headers['cache-control'], url).toBe(asset ? 'public, max-age=3600' : 'no-cache')
+    }
+    // The page loads its scripts from this server only.
+    const page = await t.app.inject({ method: 'GET', url: '/docs/' })
+    expect(page.body).not.toMatch(/<script>|src="https?:/)
   })
 
   it('an internal failure is a generic 500 problem: no message, stack or SQL', async () => {

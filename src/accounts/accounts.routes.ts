@@ -43,7 +43,26 @@ export const AccountSchema = Type.Object(
       }),
     }),
   },
-  { $id: 'Account', additionalProperties: false },
+  {
+    $id: 'Account',
+    additionalProperties: false,
+    examples: [
+      {
+        object: 'account',
+        id: 'acct_01JD3Z8Q4R5S6T7V8W9X0Y1Z2D',
+        name: 'Acme',
+        created_at: '2026-11-01T09:00:00.000Z',
+        api_key: {
+          id: 'key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E',
+          name: 'Production',
+          scopes: ['read', 'write'],
+          created_at: '2026-11-01T09:05:00.000Z',
+          expires_at: null,
+        },
+        limits: { requests_per_second: 100, burst: 200, page_size_max: 100, custom_fields_max: 50 },
+      },
+    ],
+  },
 )
 
 export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {

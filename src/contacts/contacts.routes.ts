@@ -64,7 +64,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
           'One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end.',
         querystring: ListContactsQuery,
         response: {
-          200: jsonResponse(ListEnvelope('contacts', ContactSchema), 'A page of contacts.'),
+          200: jsonResponse(ListEnvelope('ContactList', 'contacts', ContactSchema), 'A page of contacts.'),
           ...apiProblems('invalid_cursor'),
         },
       },

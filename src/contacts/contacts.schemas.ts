@@ -21,11 +21,27 @@ const CustomValue = Type.Union([Type.String({ maxLength: CUSTOM_VALUE_MAX }), Ty
 // same limits hold for the contact a response carries.
 const StoredText = Nullable(Type.String({ maxLength: STRING_MAX }))
 
+/** A contact as the API shows it: the example of the document (DESIGN §6). */
+export const CONTACT_EXAMPLE = {
+  object: 'contact',
+  id: 'con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A',
+  email: 'ada@example.com',
+  first_name: 'Ada',
+  last_name: 'Lovelace',
+  phone: '+441632960961',
+  company: 'Analytical Engines',
+  job_title: null,
+  tags: ['vip'],
+  custom_fields: { plan: 'pro', seats: 12, beta: true },
+  created_at: '2026-11-22T10:00:00.000Z',
+  updated_at: '2026-11-22T10:05:00.000Z',
+} as const
+
 export const ContactSchema = Type.Object(
   {
     object: Type.Literal('contact'),
     id: PrefixedId('contact'),
-    email: StoredText,
+    email: Nullable(Type.String({ format: 'email', maxLength: STRING_MAX })),
     first_name: StoredText,
     last_name: StoredText,
     phone: Nullable(Type.String({ maxLength: STRING_MAX, description: 'E.164' })),
@@ -36,7 +52,7 @@ export const ContactSchema = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { $id: 'Contact', additionalProperties: false },
+  { $id: 'Contact', additionalProperties: false, examples: [CONTACT_EXAMPLE] },
 )
 export type Contact = Static<typeof ContactSchema>
 
@@ -81,13 +97,13 @@ const writable = {
 } satisfies Record<ContactField, TSchema>
 
 /** POST /contacts and PATCH /contacts/{id}: absent = unchanged, null clears. */
-export const ContactInputSchema = Type.Object(writable, { additionalProperties: false })
+export const ContactInputSchema = Type.Object(writable, { $id: 'ContactInput', additionalProperties: false })
 export type ContactInput = Static<typeof ContactInputSchema>
 
 /** POST /contacts/upsert: the email is the key. */
 export const UpsertContactSchema = Type.Object(
-  { ...writable, email: Type.String({ maxLength: STRING_MAX }) },
-  { additionalProperties: false },
+  { ...writable, email: Type.String({ maxLength: STRING_MAX, description: 'The contact to update, or to create.' }) },
+  { $id: 'ContactUpsertInput', additionalProperties: false },
 )
 
 export const ListContactsQuery = Type.Object(
@@ -103,10 +119,12 @@ export const ListContactsQuery = Type.Object(
       }),
     ),
     updated_after: Type.Optional(Type.String({ format: 'date-time', maxLength: STRING_MAX })),
-    order: Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
-      default: 'asc',
-      description: 'By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc.',
-    }),
+    order: Type.Optional(
+      Type.Union([Type.Literal('asc'), Type.Literal('desc')], {
+        default: 'asc',
+        description: 'By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )

@@ -215,6 +215,11 @@ if (!FormatRegistry.Has('date-time')) {
     /^(?:\d{4}|[+-]\d{6})-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/i.test(value),
   )
 }
+// A stored email is one normalizeEmail accepted, as it kept it (trimmed): the rule behind the
+// schema's `format: email`.
+if (!FormatRegistry.Has('email')) {
+  FormatRegistry.Set('email', (value) => normalizeEmail(value) === value)
+}
 const storedContact = TypeCompiler.Compile(ContactSchema)
 
 /**

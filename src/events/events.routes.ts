@@ -24,7 +24,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
           'Every contact change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs.',
         querystring: ListEventsQuery,
         response: {
-          200: jsonResponse(ListEnvelope('events', EventSchema), 'A page of events.'),
+          200: jsonResponse(ListEnvelope('EventList', 'events', EventSchema), 'A page of events.'),
           ...apiProblems('invalid_cursor'),
         },
       },

@@ -1,7 +1,9 @@
 // Events: their schema and list query; every change to a resource is recorded in the same
 // transaction as the change (outbox).
 import { type Static, Type } from '@sinclair/typebox'
+import { CONTACT_EXAMPLE, ContactSchema } from '../contacts/contacts.schemas.js'
 import type { Trx } from '../db/transaction.js'
+import { sameSchemaAs } from '../http/openapi-components.js'
 import { ListQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
 import { newEventPosition } from './feed-position.js'
@@ -9,19 +11,52 @@ import { newEventPosition } from './feed-position.js'
 export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
-export const EventSchema = Type.Object(
+/** What each contact event says; its webhook delivery (openapi-webhooks.ts) says the same. */
+export const CONTACT_EVENT_TEXT: Record<EventType, string> = {
+  'contact.created': 'A contact was created; `data.object` is the contact as created.',
+  'contact.updated': 'A contact was updated; `data.object` is the contact after the change.',
+  'contact.deleted': 'A contact was deleted; `data.object` is the contact as it was.',
+}
+
+/** `contact.created` → `ContactCreatedEvent`: the component name of one event type's schema. */
+const componentName = (type: string) =>
+  `${type
+    .split('.')
+    .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
+    .join('')}Event`
+
+/** An event of one contact.* type: `data.object` is the contact. */
+const contactEvent = <T extends EventType>(type: T) =>
+  Type.Object(
+    {
+      object: Type.Literal('event'),
+      id: PrefixedId('event'),
+      type: Type.Literal(type),
+      created_at: Timestamp,
+      data: Type.Object({ object: sameSchemaAs(ContactSchema) }, { additionalProperties: false }),
+    },
+    { $id: componentName(type), additionalProperties: false, description: CONTACT_EVENT_TEXT[type] },
+  )
+
+/** An event: one schema per type, told apart by `type` (a discriminated union). */
+export const EventSchema = Type.Union(
+  EVENT_TYPES.map((type) => contactEvent(type)),
   {
-    object: Type.Literal('event'),
-    id: PrefixedId('event'),
-    type: Type.Union(EVENT_TYPES.map((t) => Type.Literal(t))),
-    created_at: Timestamp,
-    data: Type.Object({
-      object: Type.Record(Type.String(), Type.Unknown(), {
-        description: 'The resource after the change (for a deletion, as it was).',
-      }),
-    }),
+    $id: 'Event',
+    examples: [
+      {
+        object: 'event',
+        id: 'evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C',
+        type: 'contact.created',
+        created_at: CONTACT_EXAMPLE.created_at,
+        data: { object: CONTACT_EXAMPLE },
+      },
+    ],
+    discriminator: {
+      propertyName: 'type',
+      mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${componentName(type)}`])),
+    },
   },
-  { $id: 'Event', additionalProperties: false },
 )
 export type Event = Static<typeof EventSchema>
 

@@ -3,21 +3,37 @@
 // with the headers each problem is sent with.
 import { type TSchema, Type } from '@sinclair/typebox'
 import { RETRY_AFTER_MAX_S } from '../rate-limit/rate-limit.js'
-import { type ErrorCode, PROBLEM_SCHEMA_ID, statusOf, titleOf } from './errors.js'
+import { type ErrorCode, type FieldError, PROBLEM_SCHEMA_ID, statusOf, titleOf } from './errors.js'
 import { CURSOR_MAX, PAGE_SIZE_MAX } from './pagination.js'
 import { Nullable } from './schemas.js'
 
-/** The list envelope (DESIGN §8): the page under the resource's plural name, and next_cursor. */
-export const ListEnvelope = <T extends TSchema>(name: string, item: T) =>
-  Type.Object({
-    [name]: Type.Array(item, { maxItems: PAGE_SIZE_MAX }),
-    next_cursor: Nullable(
-      Type.String({
-        maxLength: CURSOR_MAX,
-        description: 'Pass as `after` for the next page; null at the end of the list.',
-      }),
-    ),
-  })
+/**
+ * The list envelope (DESIGN §8): the page under the resource's plural name, and next_cursor; `$id`
+ * names its component (ContactList).
+ */
+export const ListEnvelope = <T extends TSchema>($id: string, name: string, item: T) => {
+  const [example] = (item as { examples?: unknown[] }).examples ?? []
+  return Type.Object(
+    {
+      [name]: Type.Array(item, { maxItems: PAGE_SIZE_MAX }),
+      next_cursor: Nullable(
+        Type.String({
+          maxLength: CURSOR_MAX,
+          description: 'Pass as `after` for the next page; null at the end of the list.',
+        }),
+      ),
+    },
+    {
+      $id,
+      additionalProperties: false,
+      // A page of one, with more to come: the item's own example, and a cursor's shape.
+      ...(example === undefined ? {} : { examples: [{ [name]: [example], next_cursor: CURSOR_EXAMPLE }] }),
+    },
+  )
+}
+
+const CURSOR_EXAMPLE =
+  'eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU'
 
 /** Which budget a response's RateLimit headers report (rate-limit/rate-limit.ts). */
 type Budget = 'account' | 'failed_auth' | 'either'
@@ -42,20 +58,40 @@ const BUDGET_TEXT: Record<Budget, { policy: string; left: string }> = {
 const RATE_LIMIT_HEADER_MAX = 64
 const ABSENT = ' Absent when rate limiting is off or its shared store is unreachable.'
 
+/**
+ * A response header that is a named component of the document (components.headers), referenced
+ * wherever it is sent: openapi-components.ts turns the marked schema into the `$ref`.
+ */
+export const HEADER_COMPONENT = 'x-header-component'
+const namedHeader = <T extends TSchema>(name: string, schema: T): T => ({ ...schema, [HEADER_COMPONENT]: name })
+
+const BUDGET_NAME: Record<Budget, string> = { account: '', failed_auth: 'FailedAuth', either: 'Spent' }
+
 const rateLimitHeaders = (budget: Budget) => ({
-  RateLimit: Type.String({ maxLength: RATE_LIMIT_HEADER_MAX, description: BUDGET_TEXT[budget].left + ABSENT }),
-  'RateLimit-Policy': Type.String({
-    maxLength: RATE_LIMIT_HEADER_MAX,
-    description: BUDGET_TEXT[budget].policy + ABSENT,
-  }),
+  RateLimit: namedHeader(
+    `RateLimit${BUDGET_NAME[budget]}`,
+    Type.String({ maxLength: RATE_LIMIT_HEADER_MAX, description: BUDGET_TEXT[budget].left + ABSENT }),
+  ),
+  'RateLimit-Policy': namedHeader(
+    `RateLimitPolicy${BUDGET_NAME[budget]}`,
+    Type.String({ maxLength: RATE_LIMIT_HEADER_MAX, description: BUDGET_TEXT[budget].policy + ABSENT }),
+  ),
 })
 
-const RetryAfter = Type.Integer({
-  format: 'int32',
-  minimum: 1,
-  maximum: RETRY_AFTER_MAX_S,
-  description: 'Seconds to wait before retrying.',
-})
+const RetryAfter = namedHeader(
+  'RetryAfter',
+  Type.Integer({
+    format: 'int32',
+    minimum: 1,
+    maximum: RETRY_AFTER_MAX_S,
+    description: 'Seconds to wait before retrying.',
+  }),
+)
+
+const WwwAuthenticate = namedHeader(
+  'WWWAuthenticate',
+  Type.Literal('Bearer realm="api"', { description: 'The scheme to authenticate with: a bearer API key.' }),
+)
 
 /** A JSON success response of an /api/v1 operation: every one reports the account's budget. */
 export const jsonResponse = <T extends TSchema>(schema: T, description: string) => ({
@@ -82,6 +118,51 @@ const budgetOf = (code: ErrorCode): Budget | undefined => {
   }
 }
 const RETRIED: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'idempotency_key_in_use', 'service_unavailable'])
+
+/** What the API says for each code: the detail (and field errors) of a typical case. */
+const EXAMPLES: Record<ErrorCode, { detail: string; errors?: FieldError[]; existing_id?: string }> = {
+  invalid_api_key: { detail: 'Send a valid API key in the header Authorization: Bearer <key>.' },
+  insufficient_scope: { detail: 'This API key is read-only; POST needs a key with write access.' },
+  not_found: { detail: 'No contact with this id exists in this account.' },
+  method_not_allowed: { detail: 'PUT is not allowed here; use GET, HEAD, PATCH, DELETE.' },
+  contact_exists: {
+    detail: 'A contact with this email already exists in this account.',
+    errors: [{ field: 'email', message: 'is already used by another contact' }],
+    existing_id: 'con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A',
+  },
+  endpoint_disabled: { detail: 'The endpoint is disabled: enable it (PATCH status) to send to it.' },
+  quota_exceeded: { detail: 'An account can have at most 20 webhook endpoints.' },
+  idempotency_key_in_use: { detail: 'A request with this Idempotency-Key is still being processed; retry shortly.' },
+  idempotency_key_reused: {
+    detail: 'This Idempotency-Key was used with a different request; use a new key for a new request.',
+  },
+  invalid_request: { detail: 'The request body is not valid JSON.' },
+  invalid_parameter: {
+    detail: 'first_name must not be empty',
+    errors: [{ field: 'first_name', message: 'must not be empty' }],
+  },
+  invalid_cursor: {
+    detail: 'after is not a cursor this query issued; pass next_cursor back unchanged, with the same filters.',
+    errors: [{ field: 'after', message: 'is not a valid cursor for this query' }],
+  },
+  payload_too_large: { detail: 'The request body is larger than 1 MiB.' },
+  unsupported_media_type: { detail: 'Send the request body as application/json.' },
+  rate_limited: {
+    detail: 'This account is over its rate limit of 100 requests per second (burst 200); retry after 1 s.',
+  },
+  internal_error: { detail: 'Something went wrong on our side.' },
+  service_unavailable: { detail: 'The service is temporarily unavailable; retry shortly.' },
+}
+
+/** A problem body as the API sends it for `code`: the example of its response in the document. */
+const exampleProblem = (code: ErrorCode) => ({
+  type: `/docs/errors#${code}`,
+  title: titleOf(code),
+  status: statusOf(code),
+  code,
+  request_id: 'req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2B',
+  ...EXAMPLES[code],
+})
 
 // The shared schema installErrorHandlers registers (errors.ts).
 const ProblemRef = Type.Ref(PROBLEM_SCHEMA_ID)
@@ -111,9 +192,16 @@ function problemResponses(codes: readonly ErrorCode[], rateLimited: boolean) {
       headers: {
         ...(rateLimited && budget ? rateLimitHeaders(budget) : {}),
         ...(group.some((code) => RETRIED.has(code)) ? { 'Retry-After': RetryAfter } : {}),
-        ...(group.includes('invalid_api_key') ? { 'WWW-Authenticate': Type.Literal('Bearer realm="api"') } : {}),
+        ...(group.includes('invalid_api_key') ? { 'WWW-Authenticate': WwwAuthenticate } : {}),
       },
-      content: { 'application/problem+json': { schema: ProblemRef } },
+      content: {
+        'application/problem+json': {
+          schema: ProblemRef,
+          examples: Object.fromEntries(
+            group.map((code) => [code, { summary: titleOf(code), value: exampleProblem(code) }]),
+          ),
+        },
+      },
     }
   }
   return responses

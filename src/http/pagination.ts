@@ -14,13 +14,16 @@ export const CURSOR_MAX = 1024
 // 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
 const CURSOR_VERSION = 2
 
+// Optional with a default: a client may leave it out (Ajv fills in the default; so does sendPage).
 export const PageQuery = {
-  limit: Type.Integer({
-    minimum: 1,
-    maximum: PAGE_SIZE_MAX,
-    default: PAGE_SIZE_DEFAULT,
-    description: `Items per page, 1-${PAGE_SIZE_MAX}; may change between pages.`,
-  }),
+  limit: Type.Optional(
+    Type.Integer({
+      minimum: 1,
+      maximum: PAGE_SIZE_MAX,
+      default: PAGE_SIZE_DEFAULT,
+      description: `Items per page, 1-${PAGE_SIZE_MAX}; may change between pages.`,
+    }),
+  ),
   after: Type.Optional(
     Type.String({
       // Longer than any cursor issued; a longer or empty one is 400 invalid_cursor like any other bad cursor.
@@ -192,13 +195,14 @@ export async function sendPage(
   reply: FastifyReply,
   secret: string,
   scope: CursorScope,
-  page: { limit: number; after: string | undefined },
+  page: { limit: number | undefined; after: string | undefined },
   fetchRows: (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[] | ScannedRows>,
 ): Promise<FastifyReply> {
   const cursors = cursorCodec(secret, scope)
   const afterId = page.after === undefined ? undefined : cursors.decode(page.after)
-  const fetched = await fetchRows({ afterId, fetch: page.limit + 1 })
+  const limit = page.limit ?? PAGE_SIZE_DEFAULT
+  const fetched = await fetchRows({ afterId, fetch: limit + 1 })
   const scanned = Array.isArray(fetched) ? { rows: fetched, scannedTo: undefined } : fetched
-  const body = pageBody(scope.list, scanned, page.limit, cursors.encode)
+  const body = pageBody(scope.list, scanned, limit, cursors.encode)
   return reply.code(200).type('application/json; charset=utf-8').send(body)
 }

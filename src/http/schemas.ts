@@ -33,4 +33,4 @@ export const IdParams = Type.Object({ id: Type.String({ maxLength: ID_PARAM_MAX 
 export const NoQuery = Type.Object({}, { additionalProperties: false })
 
 /** A list's paging parameters (http/pagination.ts), with `limit` documented as an int32. */
-export const ListQuery = { ...PageQuery, limit: Type.Integer({ ...PageQuery.limit, format: 'int32' }) }
+export const ListQuery = { ...PageQuery, limit: Type.Optional(Type.Integer({ ...PageQuery.limit, format: 'int32' })) }

@@ -55,7 +55,30 @@ export const WebhookDeliverySchema = Type.Object(
     ),
     created_at: Timestamp,
   },
-  { $id: 'WebhookDelivery', additionalProperties: false },
+  {
+    $id: 'WebhookDelivery',
+    additionalProperties: false,
+    examples: [
+      {
+        object: 'webhook_delivery',
+        id: 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G',
+        endpoint_id: 'we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F',
+        event_id: 'evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C',
+        event_type: 'contact.created',
+        status: 'succeeded',
+        attempts: 1,
+        next_attempt_at: null,
+        last_attempt: {
+          at: '2026-11-22T10:00:01.000Z',
+          status_code: 200,
+          duration_ms: 12,
+          error: null,
+          response_excerpt: 'ok',
+        },
+        created_at: '2026-11-22T10:00:00.000Z',
+      },
+    ],
+  },
 )
 export type WebhookDelivery = Static<typeof WebhookDeliverySchema>
 

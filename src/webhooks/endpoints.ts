@@ -43,7 +43,23 @@ export const WebhookEndpointSchema = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { $id: 'WebhookEndpoint', additionalProperties: false },
+  {
+    $id: 'WebhookEndpoint',
+    additionalProperties: false,
+    examples: [
+      {
+        object: 'webhook_endpoint',
+        id: 'we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F',
+        url: 'https://example.com/hooks',
+        description: 'CRM sync',
+        events: ['contact.created', 'contact.updated'],
+        status: 'enabled',
+        disabled_reason: null,
+        created_at: '2026-11-22T10:00:00.000Z',
+        updated_at: '2026-11-22T10:00:00.000Z',
+      },
+    ],
+  },
 )
 export type WebhookEndpoint = Static<typeof WebhookEndpointSchema>
 
@@ -70,7 +86,7 @@ export const CreateEndpointBody = Type.Object(
     description: Type.Optional(Description),
     events: Type.Optional(EndpointEvents),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookEndpointCreateInput', additionalProperties: false },
 )
 export type CreateEndpointInput = Static<typeof CreateEndpointBody>
 
@@ -81,7 +97,7 @@ export const PatchEndpointBody = Type.Object(
     events: Type.Optional(EndpointEvents),
     status: Type.Optional(StringEnum(['enabled', 'disabled'])),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookEndpointUpdateInput', additionalProperties: false },
 )
 export type PatchEndpointInput = Static<typeof PatchEndpointBody>
 
@@ -97,7 +113,7 @@ export const RollSecretBody = Type.Object(
       }),
     ),
   },
-  { additionalProperties: false },
+  { $id: 'WebhookEndpointRollSecretInput', additionalProperties: false },
 )
 
 /** The API representation of a stored endpoint. */

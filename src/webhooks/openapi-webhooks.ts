@@ -1,9 +1,9 @@
 // The OpenAPI 3.1 `webhooks` section (DESIGN §12): for each event type, the POST a receiver gets,
 // with the Standard Webhooks headers and the body `{"type","timestamp","data":{"object":…}}`.
-// The bodies are TypeBox schemas that reference named components (Contact), not copies of them.
+// The bodies are TypeBox schemas holding the Contact schema; the document refers to its component.
 import { type TSchema, Type } from '@sinclair/typebox'
 import { ContactSchema } from '../contacts/contacts.schemas.js'
-import { EVENT_TYPES, type EventType } from '../events/events.js'
+import { CONTACT_EVENT_TEXT, EVENT_TYPES } from '../events/events.js'
 import { PrefixedId, Timestamp } from '../http/schemas.js'
 import { idLength } from '../lib/ids.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
@@ -26,12 +26,6 @@ const WEBHOOK_TEST_OBJECT = Type.Object(
   { additionalProperties: false, description: 'The endpoint the test was sent to.' },
 )
 
-const CONTACT_EVENT_TEXT: Record<EventType, string> = {
-  'contact.created': 'A contact was created; `data.object` is the contact as created.',
-  'contact.updated': 'A contact was updated; `data.object` is the contact after the change.',
-  'contact.deleted': 'A contact was deleted; `data.object` is the contact as it was.',
-}
-
 /** The component name of the body of each event type's delivery. */
 const payloadName = (type: string) =>
   `${type
@@ -44,7 +38,7 @@ const PAYLOADS: Array<{ type: string; schema: TSchema; description: string }> = 
   ...EVENT_TYPES.map((type) => ({
     type,
     description: CONTACT_EVENT_TEXT[type],
-    schema: payloadSchema(type, ref('Contact'), CONTACT_EVENT_TEXT[type]),
+    schema: payloadSchema(type, ContactSchema, CONTACT_EVENT_TEXT[type]),
   })),
   {
     type: TEST_EVENT_TYPE,
@@ -85,12 +79,12 @@ const HEADERS = [
 ]
 
 /**
- * What the OpenAPI document adds for webhooks: the named schemas the payloads use (under
- * components.schemas) and the top-level `webhooks` section, one entry per event type.
+ * What the OpenAPI document adds for webhooks: the payloads' schemas (components.schemas, where
+ * openapi.ts turns the Contact inside them into a reference) and the top-level `webhooks` section,
+ * one entry per event type.
  */
 export function openApiWebhooks(): { schemas: Record<string, TSchema>; webhooks: Record<string, object> } {
-  const { $id: _id, ...contact } = ContactSchema
-  const schemas: Record<string, TSchema> = { Contact: contact as TSchema }
+  const schemas: Record<string, TSchema> = {}
   const webhooks: Record<string, object> = {}
   for (const { type, schema, description } of PAYLOADS) {
     const name = payloadName(type)

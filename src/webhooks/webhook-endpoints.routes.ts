@@ -8,6 +8,7 @@ import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
+import { BODY_OPTIONAL } from '../http/openapi-components.js'
 import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
 import { IdParams, ListQuery, NoQuery } from '../http/schemas.js'
@@ -82,7 +83,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         description: 'One page at a time, in creation order; pass next_cursor back as `after`. Secrets are not shown.',
         querystring: ListEndpointsQuery,
         response: {
-          200: jsonResponse(ListEnvelope('webhook_endpoints', WebhookEndpointSchema), 'A page of webhook endpoints.'),
+          200: jsonResponse(
+            ListEnvelope('WebhookEndpointList', 'webhook_endpoints', WebhookEndpointSchema),
+            'A page of webhook endpoints.',
+          ),
           ...apiProblems('invalid_cursor'),
         },
       },
@@ -207,6 +211,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         done()
       },
       schema: {
+        [BODY_OPTIONAL]: true,
         operationId: 'rollWebhookEndpointSecret',
         summary: 'Roll the signing secret',
         description: `A new signing secret, in this response only. The old one keeps signing deliveries (a second signature) for \`expire_old_in_seconds\` (default ${ROLL_OVERLAP_DEFAULT_S}; 0 stops it now). The body may be empty.`,
@@ -249,6 +254,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         done()
       },
       schema: {
+        [BODY_OPTIONAL]: true,
         operationId: 'testWebhookEndpoint',
         summary: 'Send a test event',
         description:
@@ -292,7 +298,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         params: IdParams,
         querystring: ListDeliveriesQuery,
         response: {
-          200: jsonResponse(ListEnvelope('deliveries', WebhookDeliverySchema), 'A page of deliveries.'),
+          200: jsonResponse(
+            ListEnvelope('WebhookDeliveryList', 'deliveries', WebhookDeliverySchema),
+            'A page of deliveries.',
+          ),
           ...apiProblems('invalid_cursor', 'not_found'),
         },
       },
@@ -343,6 +352,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         done()
       },
       schema: {
+        [BODY_OPTIONAL]: true,
         operationId: 'retryWebhookDelivery',
         summary: 'Retry a delivery',
         description:

@@ -411,23 +411,91 @@ export interface webhooks {
 }
 export interface components {
     schemas: {
-        /** @description RFC 9457 problem details */
-        Problem: {
-            /** @example /docs/errors#invalid_parameter */
-            type: string;
-            title: string;
-            /** Format: int32 */
-            status: number;
-            detail: string;
-            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "service_unavailable";
-            request_id: string;
-            errors?: {
-                field: string;
-                message: string;
-            }[];
-            /** @description contact_exists: the id of the contact that has this email. */
-            existing_id?: string;
+        /**
+         * @example {
+         *       "object": "account",
+         *       "id": "acct_01JD3Z8Q4R5S6T7V8W9X0Y1Z2D",
+         *       "name": "Acme",
+         *       "created_at": "2026-11-01T09:00:00.000Z",
+         *       "api_key": {
+         *         "id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E",
+         *         "name": "Production",
+         *         "scopes": [
+         *           "read",
+         *           "write"
+         *         ],
+         *         "created_at": "2026-11-01T09:05:00.000Z",
+         *         "expires_at": null
+         *       },
+         *       "limits": {
+         *         "requests_per_second": 100,
+         *         "burst": 200,
+         *         "page_size_max": 100,
+         *         "custom_fields_max": 50
+         *       }
+         *     }
+         */
+        Account: {
+            /** @constant */
+            object: "account";
+            id: string;
+            name: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            api_key: {
+                id: string;
+                name: string;
+                scopes: ("read" | "write")[];
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 UTC with milliseconds
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                created_at: string;
+                expires_at: string | null;
+            };
+            limits: {
+                /** Format: int32 */
+                requests_per_second: number;
+                /** Format: int32 */
+                burst: number;
+                /** Format: int32 */
+                page_size_max: number;
+                /** Format: int32 */
+                custom_fields_max: number;
+                /**
+                 * Format: int32
+                 * @description MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded.
+                 */
+                contacts_max: number;
+            };
         };
+        /**
+         * @example {
+         *       "object": "contact",
+         *       "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+         *       "email": "ada@example.com",
+         *       "first_name": "Ada",
+         *       "last_name": "Lovelace",
+         *       "phone": "+441632960961",
+         *       "company": "Analytical Engines",
+         *       "job_title": null,
+         *       "tags": [
+         *         "vip"
+         *       ],
+         *       "custom_fields": {
+         *         "plan": "pro",
+         *         "seats": 12,
+         *         "beta": true
+         *       },
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "updated_at": "2026-11-22T10:05:00.000Z"
+         *     }
+         */
         Contact: {
             /** @constant */
             object: "contact";
@@ -456,6 +524,26 @@ export interface components {
             updated_at: string;
         };
         /** @description A contact was created; `data.object` is the contact as created. */
+        ContactCreatedEvent: {
+            /** @constant */
+            object: "event";
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contact.created";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            data: {
+                object: components["schemas"]["Contact"];
+            };
+        };
+        /** @description A contact was created; `data.object` is the contact as created. */
         ContactCreatedPayload: {
             /** @constant */
             type: "contact.created";
@@ -465,6 +553,103 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             timestamp: string;
+            data: {
+                object: components["schemas"]["Contact"];
+            };
+        };
+        /** @description A contact was deleted; `data.object` is the contact as it was. */
+        ContactDeletedEvent: {
+            /** @constant */
+            object: "event";
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contact.deleted";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            data: {
+                object: components["schemas"]["Contact"];
+            };
+        };
+        /** @description A contact was deleted; `data.object` is the contact as it was. */
+        ContactDeletedPayload: {
+            /** @constant */
+            type: "contact.deleted";
+            /**
+             * Format: date-time
+             * @description When the event happened (its created_at).
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            data: {
+                object: components["schemas"]["Contact"];
+            };
+        };
+        ContactInput: {
+            email?: string | null;
+            first_name?: string | null;
+            last_name?: string | null;
+            phone?: string | null;
+            company?: string | null;
+            job_title?: string | null;
+            tags?: string[] | null;
+            custom_fields?: {
+                [key: string]: (string | number | boolean) | null;
+            } | null;
+        };
+        /**
+         * @example {
+         *       "contacts": [
+         *         {
+         *           "object": "contact",
+         *           "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+         *           "email": "ada@example.com",
+         *           "first_name": "Ada",
+         *           "last_name": "Lovelace",
+         *           "phone": "+441632960961",
+         *           "company": "Analytical Engines",
+         *           "job_title": null,
+         *           "tags": [
+         *             "vip"
+         *           ],
+         *           "custom_fields": {
+         *             "plan": "pro",
+         *             "seats": 12,
+         *             "beta": true
+         *           },
+         *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "updated_at": "2026-11-22T10:05:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+         *     }
+         */
+        ContactList: {
+            contacts: components["schemas"]["Contact"][];
+            next_cursor: string | null;
+        };
+        /** @description A contact was updated; `data.object` is the contact after the change. */
+        ContactUpdatedEvent: {
+            /** @constant */
+            object: "event";
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "contact.updated";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -483,19 +668,302 @@ export interface components {
                 object: components["schemas"]["Contact"];
             };
         };
-        /** @description A contact was deleted; `data.object` is the contact as it was. */
-        ContactDeletedPayload: {
+        ContactUpsertInput: {
+            /** @description The contact to update, or to create. */
+            email: string;
+            first_name?: string | null;
+            last_name?: string | null;
+            phone?: string | null;
+            company?: string | null;
+            job_title?: string | null;
+            tags?: string[] | null;
+            custom_fields?: {
+                [key: string]: (string | number | boolean) | null;
+            } | null;
+        };
+        /**
+         * @example {
+         *       "object": "event",
+         *       "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+         *       "type": "contact.created",
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "data": {
+         *         "object": {
+         *           "object": "contact",
+         *           "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+         *           "email": "ada@example.com",
+         *           "first_name": "Ada",
+         *           "last_name": "Lovelace",
+         *           "phone": "+441632960961",
+         *           "company": "Analytical Engines",
+         *           "job_title": null,
+         *           "tags": [
+         *             "vip"
+         *           ],
+         *           "custom_fields": {
+         *             "plan": "pro",
+         *             "seats": 12,
+         *             "beta": true
+         *           },
+         *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "updated_at": "2026-11-22T10:05:00.000Z"
+         *         }
+         *       }
+         *     }
+         */
+        Event: components["schemas"]["ContactCreatedEvent"] | components["schemas"]["ContactUpdatedEvent"] | components["schemas"]["ContactDeletedEvent"];
+        /**
+         * @example {
+         *       "events": [
+         *         {
+         *           "object": "event",
+         *           "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+         *           "type": "contact.created",
+         *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "data": {
+         *             "object": {
+         *               "object": "contact",
+         *               "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+         *               "email": "ada@example.com",
+         *               "first_name": "Ada",
+         *               "last_name": "Lovelace",
+         *               "phone": "+441632960961",
+         *               "company": "Analytical Engines",
+         *               "job_title": null,
+         *               "tags": [
+         *                 "vip"
+         *               ],
+         *               "custom_fields": {
+         *                 "plan": "pro",
+         *                 "seats": 12,
+         *                 "beta": true
+         *               },
+         *               "created_at": "2026-11-22T10:00:00.000Z",
+         *               "updated_at": "2026-11-22T10:05:00.000Z"
+         *             }
+         *           }
+         *         }
+         *       ],
+         *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+         *     }
+         */
+        EventList: {
+            events: components["schemas"]["Event"][];
+            next_cursor: string | null;
+        };
+        /** @description RFC 9457 problem details */
+        Problem: {
+            /** @example /docs/errors#invalid_parameter */
+            type: string;
+            title: string;
+            /** Format: int32 */
+            status: number;
+            detail: string;
+            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "service_unavailable";
+            request_id: string;
+            errors?: {
+                field: string;
+                message: string;
+            }[];
+            /** @description contact_exists: the id of the contact that has this email. */
+            existing_id?: string;
+        };
+        /**
+         * @example {
+         *       "object": "webhook_delivery",
+         *       "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
+         *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+         *       "event_id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+         *       "event_type": "contact.created",
+         *       "status": "succeeded",
+         *       "attempts": 1,
+         *       "next_attempt_at": null,
+         *       "last_attempt": {
+         *         "at": "2026-11-22T10:00:01.000Z",
+         *         "status_code": 200,
+         *         "duration_ms": 12,
+         *         "error": null,
+         *         "response_excerpt": "ok"
+         *       },
+         *       "created_at": "2026-11-22T10:00:00.000Z"
+         *     }
+         */
+        WebhookDelivery: {
             /** @constant */
-            type: "contact.deleted";
+            object: "webhook_delivery";
+            id: string;
+            endpoint_id: string;
+            event_id: string;
+            event_type: "contact.created" | "contact.updated" | "contact.deleted" | "webhook.test";
+            /** @description pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled. */
+            status: "pending" | "retrying" | "succeeded" | "failed";
+            /** Format: int32 */
+            attempts: number;
+            next_attempt_at: string | null;
+            last_attempt: {
+                /**
+                 * Format: date-time
+                 * @description RFC 3339 UTC with milliseconds
+                 * @example 2026-11-22T10:00:00.000Z
+                 */
+                at: string;
+                status_code: number | null;
+                /** Format: int32 */
+                duration_ms: number;
+                error: string | null;
+                /** @description At most the first 1 KB of the response body. */
+                response_excerpt: string;
+            } | null;
             /**
              * Format: date-time
-             * @description When the event happened (its created_at).
+             * @description RFC 3339 UTC with milliseconds
              * @example 2026-11-22T10:00:00.000Z
              */
-            timestamp: string;
-            data: {
-                object: components["schemas"]["Contact"];
-            };
+            created_at: string;
+        };
+        /**
+         * @example {
+         *       "deliveries": [
+         *         {
+         *           "object": "webhook_delivery",
+         *           "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
+         *           "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+         *           "event_id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+         *           "event_type": "contact.created",
+         *           "status": "succeeded",
+         *           "attempts": 1,
+         *           "next_attempt_at": null,
+         *           "last_attempt": {
+         *             "at": "2026-11-22T10:00:01.000Z",
+         *             "status_code": 200,
+         *             "duration_ms": 12,
+         *             "error": null,
+         *             "response_excerpt": "ok"
+         *           },
+         *           "created_at": "2026-11-22T10:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+         *     }
+         */
+        WebhookDeliveryList: {
+            deliveries: components["schemas"]["WebhookDelivery"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
+         *       "object": "webhook_endpoint",
+         *       "id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+         *       "url": "https://example.com/hooks",
+         *       "description": "CRM sync",
+         *       "events": [
+         *         "contact.created",
+         *         "contact.updated"
+         *       ],
+         *       "status": "enabled",
+         *       "disabled_reason": null,
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "updated_at": "2026-11-22T10:00:00.000Z"
+         *     }
+         */
+        WebhookEndpoint: {
+            /** @constant */
+            object: "webhook_endpoint";
+            id: string;
+            /** Format: uri */
+            url: string;
+            description: string | null;
+            /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
+            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            status: "enabled" | "disabled";
+            disabled_reason: ("manual" | "failing" | "gone") | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            updated_at: string;
+        };
+        WebhookEndpointCreateInput: {
+            /** @description An https URL on a public address. */
+            url: string;
+            description?: string | null;
+            /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
+            events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+        };
+        /**
+         * @example {
+         *       "webhook_endpoints": [
+         *         {
+         *           "object": "webhook_endpoint",
+         *           "id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+         *           "url": "https://example.com/hooks",
+         *           "description": "CRM sync",
+         *           "events": [
+         *             "contact.created",
+         *             "contact.updated"
+         *           ],
+         *           "status": "enabled",
+         *           "disabled_reason": null,
+         *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "updated_at": "2026-11-22T10:00:00.000Z"
+         *         }
+         *       ],
+         *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+         *     }
+         */
+        WebhookEndpointList: {
+            webhook_endpoints: components["schemas"]["WebhookEndpoint"][];
+            next_cursor: string | null;
+        };
+        WebhookEndpointRollSecretInput: {
+            /**
+             * Format: int32
+             * @description How long the old secret still signs deliveries (0: not at all).
+             * @default 86400
+             */
+            expire_old_in_seconds: number;
+        };
+        WebhookEndpointUpdateInput: {
+            /** @description An https URL on a public address. */
+            url?: string;
+            description?: string | null;
+            /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
+            events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            /** @enum {string} */
+            status?: "enabled" | "disabled";
+        };
+        WebhookEndpointWithSecret: {
+            /** @constant */
+            object: "webhook_endpoint";
+            id: string;
+            /** Format: uri */
+            url: string;
+            description: string | null;
+            /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
+            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            status: "enabled" | "disabled";
+            disabled_reason: ("manual" | "failing" | "gone") | null;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            updated_at: string;
+            /** @description The signing secret. Shown in this response only. */
+            secret: string;
         };
         /** @description A test event; `data.object` names the endpoint it was sent to. */
         WebhookTestPayload: {
@@ -518,9 +986,35 @@ export interface components {
         };
     };
     responses: never;
-    parameters: never;
+    parameters: {
+        /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+        IdempotencyKey: string;
+    };
     requestBodies: never;
-    headers: never;
+    headers: {
+        /** @description Present, `true`, when this is the stored answer to an earlier request with the same Idempotency-Key and body. */
+        IdempotentReplayed: "true";
+        /** @description The URL of the resource created. */
+        Location: string;
+        /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
+        RateLimit: string;
+        /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
+        RateLimitFailedAuth: string;
+        /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
+        RateLimitPolicy: string;
+        /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
+        RateLimitPolicyFailedAuth: string;
+        /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
+        RateLimitPolicySpent: string;
+        /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
+        RateLimitSpent: string;
+        /** @description The id of this request, also in a problem body (`request_id`) and in our logs: quote it to support. */
+        RequestId: string;
+        /** @description Seconds to wait before retrying. */
+        RetryAfter: number;
+        /** @description The scheme to authenticate with: a bearer API key. */
+        WWWAuthenticate: "Bearer realm=\"api\"";
+    };
     pathItems: never;
 }
 export type $defs = Record<string, never>;
@@ -537,6 +1031,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -549,6 +1044,7 @@ export interface operations {
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). */
             400: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -558,6 +1054,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -578,6 +1075,7 @@ export interface operations {
             /** @description Default Response */
             200: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -590,6 +1088,7 @@ export interface operations {
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). */
             400: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -599,6 +1098,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -608,8 +1108,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -630,61 +1130,45 @@ export interface operations {
             /** @description The account, the key and its limits. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "account";
-                        id: string;
-                        name: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        api_key: {
-                            id: string;
-                            name: string;
-                            scopes: ("read" | "write")[];
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            created_at: string;
-                            expires_at: string | null;
-                        };
-                        limits: {
-                            /** Format: int32 */
-                            requests_per_second: number;
-                            /** Format: int32 */
-                            burst: number;
-                            /** Format: int32 */
-                            page_size_max: number;
-                            /** Format: int32 */
-                            custom_fields_max: number;
-                            /**
-                             * Format: int32
-                             * @description MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded.
-                             */
-                            contacts_max: number;
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "object": "account",
+                     *       "id": "acct_01JD3Z8Q4R5S6T7V8W9X0Y1Z2D",
+                     *       "name": "Acme",
+                     *       "created_at": "2026-11-01T09:00:00.000Z",
+                     *       "api_key": {
+                     *         "id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E",
+                     *         "name": "Production",
+                     *         "scopes": [
+                     *           "read",
+                     *           "write"
+                     *         ],
+                     *         "created_at": "2026-11-01T09:05:00.000Z",
+                     *         "expires_at": null
+                     *       },
+                     *       "limits": {
+                     *         "requests_per_second": 100,
+                     *         "burst": 200,
+                     *         "page_size_max": 100,
+                     *         "custom_fields_max": 50
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Account"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -694,11 +1178,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -708,12 +1191,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -723,6 +1204,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -732,8 +1214,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -744,9 +1226,9 @@ export interface operations {
     };
     listContacts: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Items per page, 1-100; may change between pages. */
-                limit: number;
+                limit?: number;
                 /** @description The next_cursor of the previous page, passed back unchanged. */
                 after?: string;
                 /** @description Exact, case-insensitive. */
@@ -756,7 +1238,7 @@ export interface operations {
                 q?: string;
                 updated_after?: string;
                 /** @description By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc. */
-                order: "asc" | "desc";
+                order?: "asc" | "desc";
             };
             header?: never;
             path?: never;
@@ -767,52 +1249,48 @@ export interface operations {
             /** @description A page of contacts. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        contacts: {
-                            /** @enum {string} */
-                            object: "contact";
-                            id: string;
-                            email: string | null;
-                            first_name: string | null;
-                            last_name: string | null;
-                            phone: string | null;
-                            company: string | null;
-                            job_title: string | null;
-                            tags: string[];
-                            custom_fields: {
-                                [key: string]: string | number | boolean;
-                            };
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            updated_at: string;
-                        }[];
-                        next_cursor: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "contacts": [
+                     *         {
+                     *           "object": "contact",
+                     *           "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *           "email": "ada@example.com",
+                     *           "first_name": "Ada",
+                     *           "last_name": "Lovelace",
+                     *           "phone": "+441632960961",
+                     *           "company": "Analytical Engines",
+                     *           "job_title": null,
+                     *           "tags": [
+                     *             "vip"
+                     *           ],
+                     *           "custom_fields": {
+                     *             "plan": "pro",
+                     *             "seats": 12,
+                     *             "beta": true
+                     *           },
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "updated_at": "2026-11-22T10:05:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["ContactList"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -822,11 +1300,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -836,12 +1313,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -851,6 +1326,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -860,8 +1336,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -873,73 +1349,62 @@ export interface operations {
     createContact: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    email?: string | null;
-                    first_name?: string | null;
-                    last_name?: string | null;
-                    phone?: string | null;
-                    company?: string | null;
-                    job_title?: string | null;
-                    tags?: string[] | null;
-                    custom_fields?: {
-                        [key: string]: (string | number | boolean) | null;
-                    } | null;
-                };
+                "application/json": components["schemas"]["ContactInput"];
             };
         };
         responses: {
             /** @description The contact, created. */
             201: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "contact";
-                        id: string;
-                        email: string | null;
-                        first_name: string | null;
-                        last_name: string | null;
-                        phone: string | null;
-                        company: string | null;
-                        job_title: string | null;
-                        tags: string[];
-                        custom_fields: {
-                            [key: string]: string | number | boolean;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *       "email": "ada@example.com",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "phone": "+441632960961",
+                     *       "company": "Analytical Engines",
+                     *       "job_title": null,
+                     *       "tags": [
+                     *         "vip"
+                     *       ],
+                     *       "custom_fields": {
+                     *         "plan": "pro",
+                     *         "seats": 12,
+                     *         "beta": true
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -949,11 +1414,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -963,10 +1427,10 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`), Quota exceeded (`quota_exceeded`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -976,12 +1440,11 @@ export interface operations {
             /** @description Contact exists (`contact_exists`), Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -991,10 +1454,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1004,10 +1466,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1017,10 +1478,9 @@ export interface operations {
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1030,12 +1490,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1045,6 +1503,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1054,8 +1513,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1067,112 +1526,97 @@ export interface operations {
     upsertContact: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    email: string;
-                    first_name?: string | null;
-                    last_name?: string | null;
-                    phone?: string | null;
-                    company?: string | null;
-                    job_title?: string | null;
-                    tags?: string[] | null;
-                    custom_fields?: {
-                        [key: string]: (string | number | boolean) | null;
-                    } | null;
-                };
+                "application/json": components["schemas"]["ContactUpsertInput"];
             };
         };
         responses: {
             /** @description The contact with this email, updated. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "contact";
-                        id: string;
-                        email: string | null;
-                        first_name: string | null;
-                        last_name: string | null;
-                        phone: string | null;
-                        company: string | null;
-                        job_title: string | null;
-                        tags: string[];
-                        custom_fields: {
-                            [key: string]: string | number | boolean;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *       "email": "ada@example.com",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "phone": "+441632960961",
+                     *       "company": "Analytical Engines",
+                     *       "job_title": null,
+                     *       "tags": [
+                     *         "vip"
+                     *       ],
+                     *       "custom_fields": {
+                     *         "plan": "pro",
+                     *         "seats": 12,
+                     *         "beta": true
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             /** @description The contact, created. */
             201: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "contact";
-                        id: string;
-                        email: string | null;
-                        first_name: string | null;
-                        last_name: string | null;
-                        phone: string | null;
-                        company: string | null;
-                        job_title: string | null;
-                        tags: string[];
-                        custom_fields: {
-                            [key: string]: string | number | boolean;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *       "email": "ada@example.com",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "phone": "+441632960961",
+                     *       "company": "Analytical Engines",
+                     *       "job_title": null,
+                     *       "tags": [
+                     *         "vip"
+                     *       ],
+                     *       "custom_fields": {
+                     *         "plan": "pro",
+                     *         "seats": 12,
+                     *         "beta": true
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1182,11 +1626,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1196,10 +1639,10 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`), Quota exceeded (`quota_exceeded`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1209,12 +1652,11 @@ export interface operations {
             /** @description Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1224,10 +1666,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1237,10 +1678,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1250,10 +1690,9 @@ export interface operations {
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1263,12 +1702,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1278,6 +1715,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1287,8 +1725,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1311,49 +1749,43 @@ export interface operations {
             /** @description The contact. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "contact";
-                        id: string;
-                        email: string | null;
-                        first_name: string | null;
-                        last_name: string | null;
-                        phone: string | null;
-                        company: string | null;
-                        job_title: string | null;
-                        tags: string[];
-                        custom_fields: {
-                            [key: string]: string | number | boolean;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *       "email": "ada@example.com",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "phone": "+441632960961",
+                     *       "company": "Analytical Engines",
+                     *       "job_title": null,
+                     *       "tags": [
+                     *         "vip"
+                     *       ],
+                     *       "custom_fields": {
+                     *         "plan": "pro",
+                     *         "seats": 12,
+                     *         "beta": true
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1363,11 +1795,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1377,10 +1808,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1390,12 +1820,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1405,6 +1833,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1414,8 +1843,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1438,10 +1867,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -1449,10 +1877,9 @@ export interface operations {
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1462,11 +1889,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1476,10 +1902,9 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1489,10 +1914,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1502,12 +1926,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1517,6 +1939,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1526,8 +1949,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1547,67 +1970,50 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    email?: string | null;
-                    first_name?: string | null;
-                    last_name?: string | null;
-                    phone?: string | null;
-                    company?: string | null;
-                    job_title?: string | null;
-                    tags?: string[] | null;
-                    custom_fields?: {
-                        [key: string]: (string | number | boolean) | null;
-                    } | null;
-                };
+                "application/json": components["schemas"]["ContactInput"];
             };
         };
         responses: {
             /** @description The contact, updated (unchanged when nothing changed). */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "contact";
-                        id: string;
-                        email: string | null;
-                        first_name: string | null;
-                        last_name: string | null;
-                        phone: string | null;
-                        company: string | null;
-                        job_title: string | null;
-                        tags: string[];
-                        custom_fields: {
-                            [key: string]: string | number | boolean;
-                        };
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "contact",
+                     *       "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *       "email": "ada@example.com",
+                     *       "first_name": "Ada",
+                     *       "last_name": "Lovelace",
+                     *       "phone": "+441632960961",
+                     *       "company": "Analytical Engines",
+                     *       "job_title": null,
+                     *       "tags": [
+                     *         "vip"
+                     *       ],
+                     *       "custom_fields": {
+                     *         "plan": "pro",
+                     *         "seats": 12,
+                     *         "beta": true
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Contact"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1617,11 +2023,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1631,10 +2036,9 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1644,10 +2048,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1657,10 +2060,9 @@ export interface operations {
             /** @description Contact exists (`contact_exists`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1670,10 +2072,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1683,10 +2084,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1696,12 +2096,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1711,6 +2109,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1720,8 +2119,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1732,9 +2131,9 @@ export interface operations {
     };
     listEvents: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Items per page, 1-100; may change between pages. */
-                limit: number;
+                limit?: number;
                 /** @description The next_cursor of the previous page, passed back unchanged. */
                 after?: string;
                 type?: "contact.created" | "contact.updated" | "contact.deleted";
@@ -1748,43 +2147,56 @@ export interface operations {
             /** @description A page of events. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        events: {
-                            /** @enum {string} */
-                            object: "event";
-                            id: string;
-                            type: "contact.created" | "contact.updated" | "contact.deleted";
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            created_at: string;
-                            data: {
-                                /** @description The resource after the change (for a deletion, as it was). */
-                                object: {
-                                    [key: string]: unknown;
-                                };
-                            };
-                        }[];
-                        next_cursor: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "events": [
+                     *         {
+                     *           "object": "event",
+                     *           "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+                     *           "type": "contact.created",
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "data": {
+                     *             "object": {
+                     *               "object": "contact",
+                     *               "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *               "email": "ada@example.com",
+                     *               "first_name": "Ada",
+                     *               "last_name": "Lovelace",
+                     *               "phone": "+441632960961",
+                     *               "company": "Analytical Engines",
+                     *               "job_title": null,
+                     *               "tags": [
+                     *                 "vip"
+                     *               ],
+                     *               "custom_fields": {
+                     *                 "plan": "pro",
+                     *                 "seats": 12,
+                     *                 "beta": true
+                     *               },
+                     *               "created_at": "2026-11-22T10:00:00.000Z",
+                     *               "updated_at": "2026-11-22T10:05:00.000Z"
+                     *             }
+                     *           }
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["EventList"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1794,11 +2206,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1808,12 +2219,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1823,6 +2232,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1832,8 +2242,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1856,40 +2266,51 @@ export interface operations {
             /** @description The event. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "event";
-                        id: string;
-                        type: "contact.created" | "contact.updated" | "contact.deleted";
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        data: {
-                            /** @description The resource after the change (for a deletion, as it was). */
-                            object: {
-                                [key: string]: unknown;
-                            };
-                        };
-                    };
+                    /**
+                     * @example {
+                     *       "object": "event",
+                     *       "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+                     *       "type": "contact.created",
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "data": {
+                     *         "object": {
+                     *           "object": "contact",
+                     *           "id": "con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *           "email": "ada@example.com",
+                     *           "first_name": "Ada",
+                     *           "last_name": "Lovelace",
+                     *           "phone": "+441632960961",
+                     *           "company": "Analytical Engines",
+                     *           "job_title": null,
+                     *           "tags": [
+                     *             "vip"
+                     *           ],
+                     *           "custom_fields": {
+                     *             "plan": "pro",
+                     *             "seats": 12,
+                     *             "beta": true
+                     *           },
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "updated_at": "2026-11-22T10:05:00.000Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Event"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1899,11 +2320,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1913,10 +2333,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1926,12 +2345,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1941,6 +2358,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1950,8 +2368,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1962,9 +2380,9 @@ export interface operations {
     };
     listWebhookEndpoints: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Items per page, 1-100; may change between pages. */
-                limit: number;
+                limit?: number;
                 /** @description The next_cursor of the previous page, passed back unchanged. */
                 after?: string;
             };
@@ -1977,49 +2395,42 @@ export interface operations {
             /** @description A page of webhook endpoints. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        webhook_endpoints: {
-                            /** @enum {string} */
-                            object: "webhook_endpoint";
-                            id: string;
-                            /** Format: uri */
-                            url: string;
-                            description: string | null;
-                            /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                            status: "enabled" | "disabled";
-                            disabled_reason: ("manual" | "failing" | "gone") | null;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            created_at: string;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            updated_at: string;
-                        }[];
-                        next_cursor: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "webhook_endpoints": [
+                     *         {
+                     *           "object": "webhook_endpoint",
+                     *           "id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *           "url": "https://example.com/hooks",
+                     *           "description": "CRM sync",
+                     *           "events": [
+                     *             "contact.created",
+                     *             "contact.updated"
+                     *           ],
+                     *           "status": "enabled",
+                     *           "disabled_reason": null,
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "updated_at": "2026-11-22T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpointList"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2029,11 +2440,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2043,12 +2453,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2058,6 +2466,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2067,8 +2476,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2080,67 +2489,40 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path?: never;
             cookie?: never;
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description An https URL on a public address. */
-                    url: string;
-                    description?: string | null;
-                    /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                    events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                };
+                "application/json": components["schemas"]["WebhookEndpointCreateInput"];
             };
         };
         responses: {
             /** @description The endpoint, created, with its signing secret. */
             201: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    Location: components["headers"]["Location"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_endpoint";
-                        id: string;
-                        /** Format: uri */
-                        url: string;
-                        description: string | null;
-                        /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                        events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                        status: "enabled" | "disabled";
-                        disabled_reason: ("manual" | "failing" | "gone") | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                        /** @description The signing secret. Shown in this response only. */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2150,11 +2532,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2164,10 +2545,10 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`), Quota exceeded (`quota_exceeded`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2177,12 +2558,11 @@ export interface operations {
             /** @description Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2192,10 +2572,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2205,10 +2584,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2218,10 +2596,9 @@ export interface operations {
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2231,12 +2608,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2246,6 +2621,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2255,8 +2631,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2279,46 +2655,37 @@ export interface operations {
             /** @description The endpoint. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_endpoint";
-                        id: string;
-                        /** Format: uri */
-                        url: string;
-                        description: string | null;
-                        /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                        events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                        status: "enabled" | "disabled";
-                        disabled_reason: ("manual" | "failing" | "gone") | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "webhook_endpoint",
+                     *       "id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *       "url": "https://example.com/hooks",
+                     *       "description": "CRM sync",
+                     *       "events": [
+                     *         "contact.created",
+                     *         "contact.updated"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2328,11 +2695,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2342,10 +2708,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2355,12 +2720,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2370,6 +2733,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2379,8 +2743,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2403,10 +2767,9 @@ export interface operations {
             /** @description Deleted. */
             204: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content?: never;
@@ -2414,10 +2777,9 @@ export interface operations {
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2427,11 +2789,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2441,10 +2802,9 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2454,10 +2814,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2467,12 +2826,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2482,6 +2839,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2491,8 +2849,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2512,61 +2870,44 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description An https URL on a public address. */
-                    url?: string;
-                    description?: string | null;
-                    /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                    events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                    /** @enum {string} */
-                    status?: "enabled" | "disabled";
-                };
+                "application/json": components["schemas"]["WebhookEndpointUpdateInput"];
             };
         };
         responses: {
             /** @description The endpoint, updated. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_endpoint";
-                        id: string;
-                        /** Format: uri */
-                        url: string;
-                        description: string | null;
-                        /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                        events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                        status: "enabled" | "disabled";
-                        disabled_reason: ("manual" | "failing" | "gone") | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "webhook_endpoint",
+                     *       "id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *       "url": "https://example.com/hooks",
+                     *       "description": "CRM sync",
+                     *       "events": [
+                     *         "contact.created",
+                     *         "contact.updated"
+                     *       ],
+                     *       "status": "enabled",
+                     *       "disabled_reason": null,
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "updated_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2576,11 +2917,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2590,10 +2930,9 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2603,10 +2942,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2616,10 +2954,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2629,10 +2966,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2642,12 +2978,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2657,6 +2991,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2666,8 +3001,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2679,70 +3014,41 @@ export interface operations {
     rollWebhookEndpointSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
-                "application/json": {
-                    /**
-                     * Format: int32
-                     * @description How long the old secret still signs deliveries (0: not at all).
-                     * @default 86400
-                     */
-                    expire_old_in_seconds?: number;
-                };
+                "application/json": components["schemas"]["WebhookEndpointRollSecretInput"];
             };
         };
         responses: {
             /** @description The endpoint with its new signing secret. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_endpoint";
-                        id: string;
-                        /** Format: uri */
-                        url: string;
-                        description: string | null;
-                        /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-                        events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
-                        status: "enabled" | "disabled";
-                        disabled_reason: ("manual" | "failing" | "gone") | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        updated_at: string;
-                        /** @description The signing secret. Shown in this response only. */
-                        secret: string;
-                    };
+                    "application/json": components["schemas"]["WebhookEndpointWithSecret"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2752,11 +3058,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2766,10 +3071,10 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2779,10 +3084,10 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2792,12 +3097,11 @@ export interface operations {
             /** @description Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2807,10 +3111,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2820,10 +3123,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2833,10 +3135,9 @@ export interface operations {
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2846,12 +3147,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2861,6 +3160,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2870,8 +3170,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2883,13 +3183,16 @@ export interface operations {
     testWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": Record<string, never>;
             };
@@ -2898,55 +3201,43 @@ export interface operations {
             /** @description The delivery of the test event, queued. */
             202: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_delivery";
-                        id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: "contact.created" | "contact.updated" | "contact.deleted" | "webhook.test";
-                        /** @description pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled. */
-                        status: "pending" | "retrying" | "succeeded" | "failed";
-                        /** Format: int32 */
-                        attempts: number;
-                        next_attempt_at: string | null;
-                        last_attempt: {
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            at: string;
-                            status_code: number | null;
-                            /** Format: int32 */
-                            duration_ms: number;
-                            error: string | null;
-                            /** @description At most the first 1 KB of the response body. */
-                            response_excerpt: string;
-                        } | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "webhook_delivery",
+                     *       "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
+                     *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *       "event_id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+                     *       "event_type": "contact.created",
+                     *       "status": "succeeded",
+                     *       "attempts": 1,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt": {
+                     *         "at": "2026-11-22T10:00:01.000Z",
+                     *         "status_code": 200,
+                     *         "duration_ms": 12,
+                     *         "error": null,
+                     *         "response_excerpt": "ok"
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2956,11 +3247,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2970,10 +3260,10 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2983,10 +3273,10 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2996,12 +3286,11 @@ export interface operations {
             /** @description Endpoint disabled (`endpoint_disabled`), Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3011,10 +3300,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3024,10 +3312,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3037,10 +3324,9 @@ export interface operations {
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3050,12 +3336,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3065,6 +3349,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3074,8 +3359,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3086,9 +3371,9 @@ export interface operations {
     };
     listWebhookDeliveries: {
         parameters: {
-            query: {
+            query?: {
                 /** @description Items per page, 1-100; may change between pages. */
-                limit: number;
+                limit?: number;
                 /** @description The next_cursor of the previous page, passed back unchanged. */
                 after?: string;
                 status?: "pending" | "retrying" | "succeeded" | "failed";
@@ -3104,58 +3389,46 @@ export interface operations {
             /** @description A page of deliveries. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        deliveries: {
-                            /** @enum {string} */
-                            object: "webhook_delivery";
-                            id: string;
-                            endpoint_id: string;
-                            event_id: string;
-                            event_type: "contact.created" | "contact.updated" | "contact.deleted" | "webhook.test";
-                            /** @description pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled. */
-                            status: "pending" | "retrying" | "succeeded" | "failed";
-                            /** Format: int32 */
-                            attempts: number;
-                            next_attempt_at: string | null;
-                            last_attempt: {
-                                /**
-                                 * Format: date-time
-                                 * @description RFC 3339 UTC with milliseconds
-                                 * @example 2026-11-22T10:00:00.000Z
-                                 */
-                                at: string;
-                                status_code: number | null;
-                                /** Format: int32 */
-                                duration_ms: number;
-                                error: string | null;
-                                /** @description At most the first 1 KB of the response body. */
-                                response_excerpt: string;
-                            } | null;
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            created_at: string;
-                        }[];
-                        next_cursor: string | null;
-                    };
+                    /**
+                     * @example {
+                     *       "deliveries": [
+                     *         {
+                     *           "object": "webhook_delivery",
+                     *           "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
+                     *           "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *           "event_id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+                     *           "event_type": "contact.created",
+                     *           "status": "succeeded",
+                     *           "attempts": 1,
+                     *           "next_attempt_at": null,
+                     *           "last_attempt": {
+                     *             "at": "2026-11-22T10:00:01.000Z",
+                     *             "status_code": 200,
+                     *             "duration_ms": 12,
+                     *             "error": null,
+                     *             "response_excerpt": "ok"
+                     *           },
+                     *           "created_at": "2026-11-22T10:00:00.000Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3165,11 +3438,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3179,10 +3451,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3192,12 +3463,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3207,6 +3476,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3216,8 +3486,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3241,55 +3511,41 @@ export interface operations {
             /** @description The delivery. */
             200: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_delivery";
-                        id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: "contact.created" | "contact.updated" | "contact.deleted" | "webhook.test";
-                        /** @description pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled. */
-                        status: "pending" | "retrying" | "succeeded" | "failed";
-                        /** Format: int32 */
-                        attempts: number;
-                        next_attempt_at: string | null;
-                        last_attempt: {
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            at: string;
-                            status_code: number | null;
-                            /** Format: int32 */
-                            duration_ms: number;
-                            error: string | null;
-                            /** @description At most the first 1 KB of the response body. */
-                            response_excerpt: string;
-                        } | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "webhook_delivery",
+                     *       "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
+                     *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *       "event_id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+                     *       "event_type": "contact.created",
+                     *       "status": "succeeded",
+                     *       "attempts": 1,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt": {
+                     *         "at": "2026-11-22T10:00:01.000Z",
+                     *         "status_code": 200,
+                     *         "duration_ms": 12,
+                     *         "error": null,
+                     *         "response_excerpt": "ok"
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3299,11 +3555,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3313,10 +3568,9 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3326,12 +3580,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3341,6 +3593,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3350,8 +3603,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3363,14 +3616,17 @@ export interface operations {
     retryWebhookDelivery: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
             path: {
                 id: string;
                 delivery_id: string;
             };
             cookie?: never;
         };
-        requestBody: {
+        requestBody?: {
             content: {
                 "application/json": Record<string, never>;
             };
@@ -3379,55 +3635,43 @@ export interface operations {
             /** @description The delivery, due now. */
             202: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        /** @enum {string} */
-                        object: "webhook_delivery";
-                        id: string;
-                        endpoint_id: string;
-                        event_id: string;
-                        event_type: "contact.created" | "contact.updated" | "contact.deleted" | "webhook.test";
-                        /** @description pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled. */
-                        status: "pending" | "retrying" | "succeeded" | "failed";
-                        /** Format: int32 */
-                        attempts: number;
-                        next_attempt_at: string | null;
-                        last_attempt: {
-                            /**
-                             * Format: date-time
-                             * @description RFC 3339 UTC with milliseconds
-                             * @example 2026-11-22T10:00:00.000Z
-                             */
-                            at: string;
-                            status_code: number | null;
-                            /** Format: int32 */
-                            duration_ms: number;
-                            error: string | null;
-                            /** @description At most the first 1 KB of the response body. */
-                            response_excerpt: string;
-                        } | null;
-                        /**
-                         * Format: date-time
-                         * @description RFC 3339 UTC with milliseconds
-                         * @example 2026-11-22T10:00:00.000Z
-                         */
-                        created_at: string;
-                    };
+                    /**
+                     * @example {
+                     *       "object": "webhook_delivery",
+                     *       "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
+                     *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *       "event_id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
+                     *       "event_type": "contact.created",
+                     *       "status": "succeeded",
+                     *       "attempts": 1,
+                     *       "next_attempt_at": null,
+                     *       "last_attempt": {
+                     *         "at": "2026-11-22T10:00:01.000Z",
+                     *         "status_code": 200,
+                     *         "duration_ms": 12,
+                     *         "error": null,
+                     *         "response_excerpt": "ok"
+                     *       },
+                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookDelivery"];
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3437,11 +3681,10 @@ export interface operations {
             /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
             401: {
                 headers: {
-                    /** @description The client IP's failed-authentication budget: `"failed_auth";r=<failures left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description Failed authentications allowed per client IP: `"failed_auth";q=<per minute>;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    "WWW-Authenticate"?: "Bearer realm=\"api\"";
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3451,10 +3694,10 @@ export interface operations {
             /** @description Insufficient scope (`insufficient_scope`). */
             403: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3464,10 +3707,10 @@ export interface operations {
             /** @description Not found (`not_found`). */
             404: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3477,12 +3720,11 @@ export interface operations {
             /** @description Endpoint disabled (`endpoint_disabled`), Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3492,10 +3734,9 @@ export interface operations {
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3505,10 +3746,9 @@ export interface operations {
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3518,10 +3758,9 @@ export interface operations {
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
                 headers: {
-                    /** @description The account's budget after this request: `"account";r=<requests left>;t=<seconds until full>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The account's token bucket: `"account";q=<burst>;w=<seconds to refill it>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3531,12 +3770,10 @@ export interface operations {
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
-                    /** @description The budget this request spent, now empty: `"account";r=0;t=<seconds>` or `"failed_auth";r=0;t=<seconds>`. Absent when rate limiting is off or its shared store is unreachable. */
-                    RateLimit?: string;
-                    /** @description The budget this request spent: `"account";q=…;w=…`, or for a failed authentication `"failed_auth";q=…;w=60`. Absent when rate limiting is off or its shared store is unreachable. */
-                    "RateLimit-Policy"?: string;
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3546,6 +3783,7 @@ export interface operations {
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
+                    "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3555,8 +3793,8 @@ export interface operations {
             /** @description Service unavailable (`service_unavailable`). */
             503: {
                 headers: {
-                    /** @description Seconds to wait before retrying. */
-                    "Retry-After"?: number;
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
