@@ -59,7 +59,7 @@ export const AccountSchema = Type.Object(
           created_at: '2026-11-01T09:05:00.000Z',
           expires_at: null,
         },
-        limits: { requests_per_second: 100, burst: 200, page_size_max: 100, custom_fields_max: 50 },
+        limits: { requests_per_second: 100, burst: 200, page_size_max: 100, custom_fields_max: 50, contacts_max: 1_000_000 },
       },
     ],
   },

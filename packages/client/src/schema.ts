@@ -431,7 +431,8 @@ export interface components {
          *         "requests_per_second": 100,
          *         "burst": 200,
          *         "page_size_max": 100,
-         *         "custom_fields_max": 50
+         *         "custom_fields_max": 50,
+         *         "contacts_max": 1000000
          *       }
          *     }
          */
@@ -928,7 +929,7 @@ export interface components {
              * @description How long the old secret still signs deliveries (0: not at all).
              * @default 86400
              */
-            expire_old_in_seconds: number;
+            expire_old_in_seconds?: number;
         };
         WebhookEndpointUpdateInput: {
             /** @description An https URL on a public address. */
@@ -1156,7 +1157,8 @@ export interface operations {
                      *         "requests_per_second": 100,
                      *         "burst": 200,
                      *         "page_size_max": 100,
-                     *         "custom_fields_max": 50
+                     *         "custom_fields_max": 50,
+                     *         "contacts_max": 1000000
                      *       }
                      *     }
                      */
