@@ -47,7 +47,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     return render(request, reply, (c) => importPage(c, importView(account.id)))
   })
 
-  app.post('/contacts/import', async (request, reply) => {
+  app.post('/contacts/import', { config: { acceptsFile: true } }, async (request, reply) => {
     const { account } = accountContext(request)
     const view = importView(account.id)
     const refuse = (status: number, formError: string) =>

@@ -53,16 +53,23 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
     render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
 
-  // Every urlencoded (or JSON) post must carry the form's token. Multipart posts are not checked here:
-  // the CSV import checks its token in its handler, before it reads the file; no other route checks
-  // a multipart post's token. Those routes read none of its fields (each reads as ''), so a form that
-  // needs a field is refused on its page, but one that needs none (sign-out, a delete) takes effect.
-  // Before validation, so a forged post learns nothing from how its fields are checked.
+  // Every post must carry the form's token, checked before any handler. A multipart post is
+  // accepted only by a route that takes a file (route config `acceptsFile`: the CSV import, which
+  // checks the token in its handler, first thing, since it streams the body); on any other route it
+  // is refused here, so a forged multipart post to sign-out or a delete does nothing. Before
+  // validation, so a forged post learns nothing from how its fields are checked.
   app.addHook('preValidation', async (request, reply) => {
-    if (request.method === 'POST' && !request.isMultipart()) {
-      if (!isValidCsrf(request, deps.secret, formField(request.body, '_csrf'))) {
+    if (request.method !== 'POST') {
+      return
+    }
+    if (request.isMultipart()) {
+      if (!(request.routeOptions.config as { acceptsFile?: boolean }).acceptsFile) {
         return formExpired(request, reply)
       }
+      return
+    }
+    if (!isValidCsrf(request, deps.secret, formField(request.body, '_csrf'))) {
+      return formExpired(request, reply)
     }
   })
 
