@@ -1,7 +1,6 @@
 // Tenant-scoped event reads (the feed in its order, feed-position.ts; one event by id), and the
 // retention purge.
-import { type Kysely, sql } from 'kysely'
-import type { Database } from '../db/schema.js'
+import { purgeOlderThan } from '../db/retention.js'
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
@@ -41,29 +40,6 @@ export async function listEventRows(
   }))
 }
 
-/** Rows one purge statement deletes at most, so that a large purge never holds the database long. */
-export const PURGE_BATCH = 1000
-
-/**
- * Deletes the events created before `now` minus the retention, in statements of `batch` rows,
- * each its own transaction; returns how many.
- */
-export async function purgeExpiredEvents(
-  db: Kysely<Database>,
-  now: Date,
-  retentionDays: number,
-  batch = PURGE_BATCH,
-): Promise<number> {
-  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000).toISOString()
-  let purged = 0
-  for (;;) {
-    const result = await sql`
-      delete from events where (account_id, id) in (
-        select account_id, id from events where created_at < ${cutoff} limit ${batch})`.execute(db)
-    const deleted = Number(result.numAffectedRows ?? 0)
-    purged += deleted
-    if (deleted < batch) {
-      return purged
-    }
-  }
-}
+/** Deletes the events created before `now` minus the retention, in batches (db/retention.ts). */
+export const purgeExpiredEvents = (db: Db, now: Date, retentionDays: number, batch?: number): Promise<number> =>
+  purgeOlderThan(db, 'events', now, retentionDays, batch)

@@ -1,11 +1,11 @@
 // A new secret (an API key, a webhook signing secret), shown once on the page the creating POST redirects to (DESIGN §11).
 // The POST seals the secret into a short-lived cookie scoped to that page's path; the page opens it
 // and clears it in the same response, so a reload (or any later GET) finds nothing and creates
-// nothing. Sealed with AES-256-GCM (webhooks/secrets.ts) under a key derived from SECRET, so any
+// nothing. Sealed with AES-256-GCM (lib/crypto.ts seal) under a key derived from SECRET, so any
 // instance can open it; bound to the session and the key or endpoint, so it is useless anywhere else.
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { deriveKey, sha256Hex } from '../lib/crypto.js'
-import { decryptSecret, encryptSecret } from '../webhooks/secrets.js'
+import { deriveKey, seal, sha256Hex, unseal } from '../lib/crypto.js'
+
 import { type CookieOptions, SESSION_COOKIE } from './session.js'
 
 const COOKIE = 'secret_once'
@@ -24,7 +24,7 @@ interface Sealed {
 export interface SecretOnce {
   /** Seals the secret for the page at `path` (the redirect's target). */
   put(request: FastifyRequest, reply: FastifyReply, path: string, targetId: string, secret: string, now: Date): void
-  /** The secret sealed for this endpoint and session, once: the cookie is cleared whatever it held. */
+  /** The secret sealed for this target (key or endpoint) and session, once: the cookie is cleared whatever it held. */
   take(request: FastifyRequest, reply: FastifyReply, path: string, targetId: string, now: Date): string | undefined
 }
 
@@ -40,7 +40,7 @@ export function createSecretOnce(appSecret: string, cookieOptions: CookieOptions
   return {
     put(request, reply, path, targetId, secret, now) {
       const sealed: Sealed = { targetId, secret, expiresAt: now.getTime() + TTL_MS, session: sessionOf(request) }
-      reply.setCookie(COOKIE, encryptSecret(JSON.stringify(sealed), key), {
+      reply.setCookie(COOKIE, seal(JSON.stringify(sealed), key), {
         ...options(path),
         maxAge: TTL_MS / 1000,
       })
@@ -53,7 +53,7 @@ export function createSecretOnce(appSecret: string, cookieOptions: CookieOptions
       reply.clearCookie(COOKIE, options(path))
       let sealed: Sealed
       try {
-        sealed = JSON.parse(decryptSecret(cookie, key)) as Sealed
+        sealed = JSON.parse(unseal(cookie, key)) as Sealed
       } catch {
         return undefined
       }

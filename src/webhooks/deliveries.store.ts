@@ -1,6 +1,6 @@
 // Tenant-scoped delivery reads and the two ways a person adds an attempt: retry one delivery, or
 // send a test event. The worker's side of the queue is delivery-queue.ts.
-import { sql } from 'kysely'
+import { purgeOlderThan } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow } from '../http/pagination.js'
 import { newId } from '../lib/ids.js'
@@ -76,13 +76,41 @@ export async function insertTestDelivery(
 ): Promise<DeliveryRow> {
   const at = now.toISOString()
   const eventId = newId('event', now.getTime())
-  const row: DeliveryRow = {
+  const row = pendingDelivery({
+    accountId,
+    endpointId,
+    event: { id: eventId, type: TEST_EVENT_TYPE, created_at: at },
+    payload: JSON.stringify({
+      type: TEST_EVENT_TYPE,
+      timestamp: at,
+      data: { object: { object: 'webhook_endpoint', id: endpointId } },
+    }),
+    at,
+  })
+  await trx.insertInto('webhook_deliveries').values(row).execute()
+  await markDue(trx, accountId, endpointId, at)
+  return row
+}
+
+/**
+ * A new delivery of an event to one endpoint, due at `at` and not yet attempted: the fan-out's
+ * (delivery-queue.ts) and a test event's. `payload` is the body to send when it is not the event's.
+ */
+export function pendingDelivery(delivery: {
+  accountId: string
+  endpointId: string
+  event: { id: string; type: string; created_at: string }
+  payload: string | null
+  at: string
+}): DeliveryRow {
+  const { accountId, endpointId, event, payload, at } = delivery
+  return {
     account_id: accountId,
-    id: newId('webhookDelivery', now.getTime()),
+    id: newId('webhookDelivery', Date.parse(at)),
     endpoint_id: endpointId,
-    event_id: eventId,
-    event_type: TEST_EVENT_TYPE,
-    event_created_at: at,
+    event_id: event.id,
+    event_type: event.type,
+    event_created_at: event.created_at,
     status: 'pending',
     attempts: 0,
     next_attempt_at: at,
@@ -92,16 +120,9 @@ export async function insertTestDelivery(
     last_duration_ms: null,
     last_error: null,
     last_response_excerpt: null,
-    payload: JSON.stringify({
-      type: TEST_EVENT_TYPE,
-      timestamp: at,
-      data: { object: { object: 'webhook_endpoint', id: endpointId } },
-    }),
+    payload,
     created_at: at,
   }
-  await trx.insertInto('webhook_deliveries').values(row).execute()
-  await markDue(trx, accountId, endpointId, at)
-  return row
 }
 
 /**
@@ -118,18 +139,6 @@ export async function markDue(trx: Db, accountId: string, endpointId: string, at
     .execute()
 }
 
-/** Deliveries created before `now` minus the retention, in batches (like purgeExpiredEvents). */
-export async function purgeExpiredDeliveries(db: Db, now: Date, retentionDays: number, batch = 1000): Promise<number> {
-  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000).toISOString()
-  let purged = 0
-  for (;;) {
-    const result = await sql`
-      delete from webhook_deliveries where (account_id, id) in (
-        select account_id, id from webhook_deliveries where created_at < ${cutoff} limit ${batch})`.execute(db)
-    const deleted = Number(result.numAffectedRows ?? 0)
-    purged += deleted
-    if (deleted < batch) {
-      return purged
-    }
-  }
-}
+/** Deliveries created before `now` minus the retention, in batches (db/retention.ts). */
+export const purgeExpiredDeliveries = (db: Db, now: Date, retentionDays: number, batch?: number): Promise<number> =>
+  purgeOlderThan(db, 'webhook_deliveries', now, retentionDays, batch)

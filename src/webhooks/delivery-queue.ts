@@ -20,10 +20,9 @@ import { dialectOf } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import type { Trx } from '../db/transaction.js'
 import { feedFence } from '../events/feed-position.js'
-import { newId } from '../lib/ids.js'
-import { type DeliveryRow, markDue } from './deliveries.store.js'
+import { type DeliveryRow, markDue, pendingDelivery } from './deliveries.store.js'
 import { subscribes } from './endpoints.js'
-import { disableEndpoint, type EndpointRow } from './endpoints.store.js'
+import { disableEndpoint, type EndpointRow, setEndpointColumns } from './endpoints.store.js'
 import type { DeliveryResult } from './webhook-post.js'
 
 /** Events one fan-out transaction takes at most. */
@@ -81,7 +80,9 @@ export async function dispatchEvents(db: Kysely<Database>, now: Date, batch = DI
         for (const endpoint of byAccount.get(event.account_id) ?? []) {
           // An endpoint gets the events written from its creation on, not the backlog before it.
           if (subscribes(endpoint.types, event.type) && endpoint.created_at <= event.created_at) {
-            deliveries.push(newDelivery(event, endpoint.id, at))
+            deliveries.push(
+              pendingDelivery({ accountId: event.account_id, endpointId: endpoint.id, event, payload: null, at }),
+            )
           }
         }
       }
@@ -146,32 +147,6 @@ async function lockDispatchCursor(trx: Trx): Promise<{ tx_id: number; event_id: 
     .where('name', '=', 'events')
     .returning(['tx_id', 'event_id'])
     .executeTakeFirst()
-}
-
-function newDelivery(
-  event: { account_id: string; id: string; type: string; created_at: string },
-  endpointId: string,
-  at: string,
-): DeliveryRow {
-  return {
-    account_id: event.account_id,
-    id: newId('webhookDelivery'),
-    endpoint_id: endpointId,
-    event_id: event.id,
-    event_type: event.type,
-    event_created_at: event.created_at,
-    status: 'pending',
-    attempts: 0,
-    next_attempt_at: at,
-    lease_expires_at: null,
-    last_attempt_at: null,
-    last_status_code: null,
-    last_duration_ms: null,
-    last_error: null,
-    last_response_excerpt: null,
-    payload: null,
-    created_at: at,
-  }
 }
 
 export interface EndpointRef {
@@ -265,12 +240,7 @@ export async function claimDeliveries(
     ])
     const revisit = new Date(now.getTime() + REVISIT_MS).toISOString()
     const dueAt = stillDue && (next?.at ?? revisit) > revisit ? revisit : (next?.at ?? null)
-    await trx
-      .updateTable('webhook_endpoints')
-      .set({ due_at: dueAt })
-      .where('account_id', '=', ref.accountId)
-      .where('id', '=', ref.id)
-      .execute()
+    await setEndpointColumns(trx, ref.accountId, ref.id, { due_at: dueAt })
     return {
       endpoint,
       deliveries: due.map((delivery) => ({ ...delivery, next_attempt_at: lease, lease_expires_at: lease })),
@@ -457,7 +427,7 @@ async function recordOne(
   let disabled: AttemptRecord['disabled'] = null
   if (result.ok) {
     if (state.failingSince !== null) {
-      await setFailingSince(trx, accountId, endpointId, null)
+      await setEndpointColumns(trx, accountId, endpointId, { failing_since: null })
       state.failingSince = null
     }
   } else if (gone) {
@@ -465,7 +435,7 @@ async function recordOne(
   } else if (!final) {
     if (state.failingSince === null) {
       state.failingSince = now.toISOString()
-      await setFailingSince(trx, accountId, endpointId, state.failingSince)
+      await setEndpointColumns(trx, accountId, endpointId, { failing_since: state.failingSince })
     } else if (now.getTime() - Date.parse(state.failingSince) >= FAILING_DISABLE_MS) {
       // Also ends this delivery, if it was to be retried, as failed.
       disabled = (await disableEndpoint(trx, accountId, endpointId, 'failing', now)) ? 'failing' : null
@@ -489,14 +459,4 @@ async function markPending(trx: Trx, accountId: string, endpointId: string): Pro
   if (pending?.at) {
     await markDue(trx, accountId, endpointId, pending.at)
   }
-}
-
-/** The start of the endpoint's run of failures (null: it just succeeded). */
-async function setFailingSince(trx: Trx, accountId: string, endpointId: string, at: string | null): Promise<void> {
-  await trx
-    .updateTable('webhook_endpoints')
-    .set({ failing_since: at })
-    .where('account_id', '=', accountId)
-    .where('id', '=', endpointId)
-    .execute()
 }

@@ -104,16 +104,26 @@ export async function updateEndpoint(
     Object.assign(next, { status: 'enabled', disabled_reason: null, failing_since: null })
   }
   const { account_id: _a, id: _i, ...changes } = next
+  await setEndpointColumns(trx, accountId, id, changes)
+  if (next.status === 'disabled' && current.status === 'enabled') {
+    await failPendingDeliveries(trx, accountId, id)
+  }
+  return next
+}
+
+/** Writes columns of one endpoint of the account (a no-op when it has no such endpoint). */
+export async function setEndpointColumns(
+  trx: Trx,
+  accountId: string,
+  id: string,
+  changes: Partial<Omit<EndpointRow, 'account_id' | 'id'>>,
+): Promise<void> {
   await trx
     .updateTable('webhook_endpoints')
     .set(changes)
     .where('account_id', '=', accountId)
     .where('id', '=', id)
     .execute()
-  if (next.status === 'disabled' && current.status === 'enabled') {
-    await failPendingDeliveries(trx, accountId, id)
-  }
-  return next
 }
 
 /** Deletes the endpoint and (cascade) its deliveries; false when the account has no such endpoint. */
@@ -151,12 +161,7 @@ export async function rollEndpointSecret(
     previous_secret_expires_at: overlap ? new Date(now.getTime() + overlapSeconds * 1000).toISOString() : null,
     updated_at: now.toISOString(),
   }
-  await trx
-    .updateTable('webhook_endpoints')
-    .set(changes)
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .execute()
+  await setEndpointColumns(trx, accountId, id, changes)
   return { ...current, ...changes }
 }
 
