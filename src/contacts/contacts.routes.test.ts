@@ -85,6 +85,24 @@ describe.each(testDialects())('contacts API on %s', (dialect) => {
       const res = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload: { company: 'Solo Ltd' } })
       expectProblem(res, 400, 'invalid_parameter')
     })
+    it('an email that is not an address is one 400 error on email (create, patch, upsert), and nothing is stored', async () => {
+      const acme = await t.createAccount()
+      const created = (
+        await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'A' } })
+      ).json()
+      const attempts = [
+        { method: 'POST' as const, url: '/api/v1/contacts', payload: { email: 'ada@', first_name: 'Ada' } },
+        { method: 'PATCH' as const, url: `/api/v1/contacts/${created.id}`, payload: { email: 'ada at example.com' } },
+        { method: 'POST' as const, url: '/api/v1/contacts/upsert', payload: { email: 'a@b' } },
+      ]
+      for (const attempt of attempts) {
+        const res = await t.inject(acme, attempt)
+        expectProblem(res, 400, 'invalid_parameter')
+        expect(res.json().errors).toEqual([{ field: 'email', message: 'must be an email address' }])
+      }
+      const list = (await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })).json()
+      expect(list.contacts).toEqual([created])
+    })
   })
 
   describe('PATCH /contacts/{id}', () => {

@@ -74,7 +74,13 @@ export type ContactField = (typeof CONTACT_FIELDS)[number]
 
 const writable = {
   email: Type.Optional(
-    Nullable(Type.String({ maxLength: STRING_MAX, description: 'Trimmed; unique per account, case-insensitively.' })),
+    Nullable(
+      Type.String({
+        format: 'email',
+        maxLength: STRING_MAX,
+        description: 'Trimmed; unique per account, case-insensitively.',
+      }),
+    ),
   ),
   first_name: Type.Optional(Nullable(Text)),
   last_name: Type.Optional(Nullable(Text)),
@@ -102,7 +108,10 @@ export type ContactInput = Static<typeof ContactInputSchema>
 
 /** POST /contacts/upsert: the email is the key. */
 export const UpsertContactSchema = Type.Object(
-  { ...writable, email: Type.String({ maxLength: STRING_MAX, description: 'The contact to update, or to create.' }) },
+  {
+    ...writable,
+    email: Type.String({ format: 'email', maxLength: STRING_MAX, description: 'The contact to update, or to create.' }),
+  },
   { $id: 'ContactUpsertInput', additionalProperties: false },
 )
 

@@ -215,10 +215,10 @@ if (!FormatRegistry.Has('date-time')) {
     /^(?:\d{4}|[+-]\d{6})-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/i.test(value),
   )
 }
-// A stored email is one normalizeEmail accepted, as it kept it (trimmed): the rule behind the
-// schema's `format: email`.
+// The rule behind the schemas' `format: email`, as for the API's Ajv (http/validation.ts): an
+// address normalizeEmail accepts (inputs may be padded; it stores them trimmed).
 if (!FormatRegistry.Has('email')) {
-  FormatRegistry.Set('email', (value) => normalizeEmail(value) === value)
+  FormatRegistry.Set('email', (value) => normalizeEmail(value) !== undefined)
 }
 const storedContact = TypeCompiler.Compile(ContactSchema)
 

@@ -7,6 +7,7 @@ import { openApiWebhooks } from '../webhooks/openapi-webhooks.js'
 import { ERROR_CODES, statusOf, titleOf } from './errors.js'
 import { completeOperations, componentize, type SchemaComponents } from './openapi-components.js'
 import { HEADER_COMPONENT, operationsProblems } from './openapi-responses.js'
+import { withCodeSamples } from './openapi-samples.js'
 
 // The probes' routes (observability/health.ts) declare what they answer when all is well; their
 // documentation adds what every route can answer, and says what each probe checks.
@@ -123,6 +124,7 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       const existing = openapiObject.components ?? {}
       return {
         ...openapiObject,
+        paths: withCodeSamples(openapiObject.paths ?? {}, config.apiUrl),
         components: {
           ...existing,
           schemas: sortedByName({ ...existing.schemas, ...Object.fromEntries(components) }),

@@ -12,6 +12,19 @@ export interface paths {
         /**
          * Liveness
          * @description Liveness: 200 while the process answers. Needs no key and checks nothing else.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/healthz'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     const baseUrl = 'http://127.0.0.1:3000'
+         *     const { status } = await fetch(new URL('/healthz', baseUrl))
+         *     ```
          */
         get: operations["getLiveness"];
         put?: never;
@@ -32,6 +45,19 @@ export interface paths {
         /**
          * Readiness
          * @description Readiness: 200 when the database is reachable and its migrations are applied, else 503. Needs no key.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/readyz'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     const baseUrl = 'http://127.0.0.1:3000'
+         *     const { status } = await fetch(new URL('/readyz', baseUrl))
+         *     ```
          */
         get: operations["getReadiness"];
         put?: never;
@@ -52,6 +78,22 @@ export interface paths {
         /**
          * The account of this API key
          * @description Verifies the key: 200 with its account, 401 for any key that is not valid.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/me' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const account = await client.me()
+         *     ```
          */
         get: operations["getAccount"];
         put?: never;
@@ -72,12 +114,51 @@ export interface paths {
         /**
          * List contacts
          * @description One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/contacts?limit=50&tag=vip' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const page = await client.contacts.list({ limit: 50, tag: 'vip' })
+         *     // or every page, fetched as the loop goes:
+         *     for await (const contact of client.contacts.all({ tag: 'vip' })) {
+         *       console.log(contact.id)
+         *     }
+         *     ```
          */
         get: operations["listContacts"];
         put?: never;
         /**
          * Create a contact
          * @description 201 with the contact and its `Location`; an email already used in this account is 409 `contact_exists` with `existing_id`. With an `Idempotency-Key`, a retry replays the first response.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/contacts' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"email":"ada@example.com","first_name":"Ada","last_name":"Lovelace","phone":"+44 1632 960961","tags":["vip"],"custom_fields":{"plan":"pro"}}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const contact = await client.contacts.create({ email: 'ada@example.com', first_name: 'Ada', last_name: 'Lovelace', phone: '+44 1632 960961', tags: ['vip'], custom_fields: { plan: 'pro' } })
+         *     ```
          */
         post: operations["createContact"];
         delete?: never;
@@ -98,6 +179,25 @@ export interface paths {
         /**
          * Create or update a contact by email
          * @description 201 when created, 200 when the contact with this email was updated (merge semantics).
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/contacts/upsert' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"email":"ada@example.com","company":"Analytical Engines"}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const { contact, created } = await client.contacts.upsert({ email: 'ada@example.com', company: 'Analytical Engines' })
+         *     ```
          */
         post: operations["upsertContact"];
         delete?: never;
@@ -116,6 +216,22 @@ export interface paths {
         /**
          * Get a contact
          * @description A contact of this account; any other id, well-formed or not, is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const contact = await client.contacts.get('con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A')
+         *     ```
          */
         get: operations["getContact"];
         put?: never;
@@ -123,6 +239,22 @@ export interface paths {
         /**
          * Delete a contact
          * @description Deletes the contact and records a `contact.deleted` event; another id is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X DELETE 'http://127.0.0.1:3000/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     await client.contacts.delete('con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A')
+         *     ```
          */
         delete: operations["deleteContact"];
         options?: never;
@@ -130,6 +262,24 @@ export interface paths {
         /**
          * Update a contact
          * @description Merge semantics: an absent field is unchanged, null clears it; custom_fields merge per key and a null value deletes the key.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X PATCH 'http://127.0.0.1:3000/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"job_title":"Mathematician","custom_fields":{"plan":null}}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const contact = await client.contacts.update('con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A', { job_title: 'Mathematician', custom_fields: { plan: null } })
+         *     ```
          */
         patch: operations["updateContact"];
         trace?: never;
@@ -144,6 +294,26 @@ export interface paths {
         /**
          * List events
          * @description Every contact change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/events?limit=100' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const page = await client.events.list({ limit: 100 })
+         *     // or from the start of the feed:
+         *     for await (const event of client.events.all()) {
+         *       console.log(event.type, event.data.object.id)
+         *     }
+         *     ```
          */
         get: operations["listEvents"];
         put?: never;
@@ -164,6 +334,22 @@ export interface paths {
         /**
          * Get an event
          * @description An event of this account; any other id, well-formed or not, is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/events/evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const event = await client.events.get('evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C')
+         *     ```
          */
         get: operations["getEvent"];
         put?: never;
@@ -184,12 +370,48 @@ export interface paths {
         /**
          * List webhook endpoints
          * @description One page at a time, in creation order; pass next_cursor back as `after`. Secrets are not shown.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/webhook_endpoints' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const page = await client.webhookEndpoints.list()
+         *     ```
          */
         get: operations["listWebhookEndpoints"];
         put?: never;
         /**
          * Create a webhook endpoint
          * @description 201 with the endpoint, its `Location` and its signing secret (`secret`, shown in this response only). The URL must be https on a public address; `events` defaults to `["*"]`. At most 20 endpoints per account (403 `quota_exceeded`). With an `Idempotency-Key`, a retry replays the first response.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"url":"https://hooks.example.com/contacts","events":["contact.created","contact.updated"],"description":"CRM sync"}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const endpoint = await client.webhookEndpoints.create({ url: 'https://hooks.example.com/contacts', events: ['contact.created', 'contact.updated'], description: 'CRM sync' })
+         *     // endpoint.secret (whsec_…) is shown this once: store it
+         *     ```
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -208,6 +430,22 @@ export interface paths {
         /**
          * Get a webhook endpoint
          * @description An endpoint of this account, without its secret; any other id, well-formed or not, is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const endpoint = await client.webhookEndpoints.get('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F')
+         *     ```
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
@@ -215,6 +453,22 @@ export interface paths {
         /**
          * Delete a webhook endpoint
          * @description Deletes the endpoint and its deliveries; another id is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X DELETE 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     await client.webhookEndpoints.delete('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F')
+         *     ```
          */
         delete: operations["deleteWebhookEndpoint"];
         options?: never;
@@ -222,6 +476,24 @@ export interface paths {
         /**
          * Update a webhook endpoint
          * @description Changes url, description, events or status; an absent field is unchanged. Disabling sets `disabled_reason` to `manual` and ends pending deliveries as failed; enabling clears it.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X PATCH 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"events":["contact.deleted"]}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const endpoint = await client.webhookEndpoints.update('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', { events: ['contact.deleted'] })
+         *     ```
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -238,6 +510,25 @@ export interface paths {
         /**
          * Roll the signing secret
          * @description A new signing secret, in this response only. The old one keeps signing deliveries (a second signature) for `expire_old_in_seconds` (default 86400; 0 stops it now). The body may be empty.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/roll_secret' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"expire_old_in_seconds":3600}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const endpoint = await client.webhookEndpoints.rollSecret('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', { expire_old_in_seconds: 3600 })
+         *     ```
          */
         post: operations["rollWebhookEndpointSecret"];
         delete?: never;
@@ -258,6 +549,25 @@ export interface paths {
         /**
          * Send a test event
          * @description 202: a `webhook.test` event is queued for this endpoint, whatever it subscribes to; the answer is its delivery. A disabled endpoint is 409 `endpoint_disabled`.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/test' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const delivery = await client.webhookEndpoints.test('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F')
+         *     ```
          */
         post: operations["testWebhookEndpoint"];
         delete?: never;
@@ -276,6 +586,22 @@ export interface paths {
         /**
          * List an endpoint's deliveries
          * @description Newest first, optionally of one `status`; pass next_cursor back as `after`.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/deliveries?status=failed' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const page = await client.webhookEndpoints.deliveries.list('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', { status: 'failed' })
+         *     ```
          */
         get: operations["listWebhookDeliveries"];
         put?: never;
@@ -296,6 +622,22 @@ export interface paths {
         /**
          * Get a delivery
          * @description One of this endpoint's deliveries; any other id is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/deliveries/wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const delivery = await client.webhookEndpoints.deliveries.get('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G')
+         *     ```
          */
         get: operations["getWebhookDelivery"];
         put?: never;
@@ -318,6 +660,25 @@ export interface paths {
         /**
          * Retry a delivery
          * @description 202: one more attempt of this delivery, now (unless one is under way). A disabled endpoint is 409 `endpoint_disabled`.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/deliveries/wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G/retry' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const delivery = await client.webhookEndpoints.deliveries.retry('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G')
+         *     ```
          */
         post: operations["retryWebhookDelivery"];
         delete?: never;
@@ -670,7 +1031,10 @@ export interface components {
             };
         };
         ContactUpsertInput: {
-            /** @description The contact to update, or to create. */
+            /**
+             * Format: email
+             * @description The contact to update, or to create.
+             */
             email: string;
             first_name?: string | null;
             last_name?: string | null;
