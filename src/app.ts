@@ -104,7 +104,10 @@ export async function buildApp(
   await app.register(
     async (api) => {
       requireApiKey(api, deps)
-      installIdempotency(api, deps.database.db, deps.clock, deriveKey(deps.secret, 'idempotent-answers'))
+      installIdempotency(api, deps.database.db, deps.clock, {
+        answerKey: deriveKey(deps.secret, 'idempotent-answers'),
+        keysPerAccount: deps.config.idempotencyKeysPerAccount,
+      })
       await api.register(accountsRoutes, { deps })
       await api.register(contactsRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })

@@ -30,6 +30,11 @@ export interface Config {
   readonly eventRetentionDays: number
   /** MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded (src/contacts/contact-count.ts). */
   readonly maxContactsPerAccount: number
+  /**
+   * IDEMPOTENCY_KEYS_PER_ACCOUNT: answers kept per account for Idempotency-Key replays; beyond it the
+   * oldest are evicted (src/idempotency/idempotency.ts).
+   */
+  readonly idempotencyKeysPerAccount: number
   /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
   readonly requestTimeoutMs: number
   /** METRICS_TOKEN: a scrape of /metrics brings it as a bearer token; unset, only local direct scrapes are answered. */
@@ -157,6 +162,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
   const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
+  const idempotencyKeysPerAccount = integer('IDEMPOTENCY_KEYS_PER_ACCOUNT', 20_000, 1, 10_000_000)
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000)
   const metricsToken = env.METRICS_TOKEN || undefined
   if (metricsToken !== undefined && metricsToken.length < 16) {
@@ -181,6 +187,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhooks: Object.freeze(webhooks),
     eventRetentionDays,
     maxContactsPerAccount,
+    idempotencyKeysPerAccount,
     requestTimeoutMs,
     metricsToken,
   })

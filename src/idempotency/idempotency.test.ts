@@ -117,4 +117,41 @@ describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
     expect((await post(undefined, { first_name: 'No key' })).statusCode).toBe(201)
     expect((await post(undefined, { first_name: 'No key' })).statusCode).toBe(201)
   })
+
+  it('keeps at most IDEMPOTENCY_KEYS_PER_ACCOUNT answers per account: the oldest are evicted, other accounts untouched', async () => {
+    const small = await createTestHarness({ dialect, clock, env: { IDEMPOTENCY_KEYS_PER_ACCOUNT: '3' } })
+    try {
+      const [a, b] = [await small.createAccount('A'), await small.createAccount('B')]
+      const send = (account: TestAccount, key: string) =>
+        small.inject(account, {
+          method: 'POST',
+          url: '/api/v1/contacts',
+          payload: { first_name: key },
+          headers: { 'idempotency-key': key },
+        })
+      expect((await send(b, 'b-1')).statusCode).toBe(201)
+      for (let i = 1; i <= 6; i++) {
+        clock.advance(1000)
+        expect((await send(a, `a-${i}`)).statusCode).toBe(201)
+      }
+      const kept = async (accountId: string) =>
+        (
+          await small.db
+            .selectFrom('idempotency_keys')
+            .select('key')
+            .where('account_id', '=', accountId)
+            .orderBy('key')
+            .execute()
+        ).map((row) => row.key)
+      expect(await kept(a.id)).toEqual(['a-4', 'a-5', 'a-6'])
+      expect(await kept(b.id)).toEqual(['b-1'])
+      // A kept key still replays; an evicted one runs as a new request (a second contact).
+      expect((await send(a, 'a-6')).headers['idempotent-replayed']).toBe('true')
+      const again = await send(a, 'a-1')
+      expect(again.statusCode).toBe(201)
+      expect(again.headers['idempotent-replayed']).toBeUndefined()
+    } finally {
+      await small.close()
+    }
+  })
 })

@@ -1,6 +1,8 @@
 // Idempotency-Key on POST (DESIGN §10): the first response is kept per account for 24 h and
 // replayed for the same key and body; another body → 422; the same key while the first request
 // is still running → 409. 5xx responses are not kept, so the client's retry runs again.
+// An account keeps at most IDEMPOTENCY_KEYS_PER_ACCOUNT answers: the oldest are evicted, so a flood
+// of keys cannot fill the disk (issue 12), and a client retrying within minutes is never refused.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely, Transaction } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
@@ -86,13 +88,20 @@ async function storeAnswer(
     .execute()
 }
 
+export interface IdempotencyOptions {
+  /** Encrypts the answers sealAnswer marks (deriveKey from SECRET). */
+  answerKey: Buffer
+  /** Answers kept per account; the oldest beyond it are evicted. */
+  keysPerAccount: number
+}
+
 export function installIdempotency(
   scope: FastifyInstance,
   db: Kysely<Database>,
   clock: Clock,
-  /** Encrypts the answers sealAnswer marks (deriveKey from SECRET). */
-  answerKey: Buffer,
+  { answerKey, keysPerAccount }: IdempotencyOptions,
 ): void {
+  const trim = trimmer(db, keysPerAccount)
   scope.addHook('preHandler', async (request, reply) => {
     const header = request.headers['idempotency-key']
     if (request.method !== 'POST' || header === undefined) {
@@ -125,6 +134,7 @@ export function installIdempotency(
           })
           .execute()
         owned.set(request, { accountId, key, answerKey })
+        await trim(accountId)
         return
       } catch (error) {
         if (!isUniqueViolation(error)) {
@@ -212,6 +222,44 @@ async function deleteKey(db: Kysely<Database>, accountId: string, key: string, c
     .where('key', '=', key)
     .where('created_at', '=', createdAt)
     .execute()
+}
+
+/**
+ * Evicts an account's oldest answered keys beyond `keep`. Run after one new key in `every` per
+ * account and process (a hundredth of the cap, 1 to 100), so an account holds at most
+ * `keep + every` keys per instance between trims: 20,100 by default, on one instance. A key whose
+ * first request is still running is never evicted. The cut is found on the (account_id,
+ * created_at) index: `keep` entries read every `every` inserts, ~0.2 index entries per insert.
+ */
+function trimmer(db: Kysely<Database>, keep: number): (accountId: string) => Promise<void> {
+  const every = Math.max(1, Math.min(100, Math.floor(keep / 100)))
+  let inserts = new Map<string, number>()
+  return async (accountId) => {
+    const count = (inserts.get(accountId) ?? 0) + 1
+    if (count < every) {
+      // Bounded: a process that met very many accounts starts counting afresh.
+      inserts = inserts.size > 100_000 ? new Map() : inserts
+      inserts.set(accountId, count)
+      return
+    }
+    inserts.delete(accountId)
+    const cut = await db
+      .selectFrom('idempotency_keys')
+      .select('created_at')
+      .where('account_id', '=', accountId)
+      .orderBy('created_at', 'desc')
+      .limit(1)
+      .offset(keep - 1)
+      .executeTakeFirst()
+    if (cut) {
+      await db
+        .deleteFrom('idempotency_keys')
+        .where('account_id', '=', accountId)
+        .where('created_at', '<', cut.created_at)
+        .where('status', 'is not', null)
+        .execute()
+    }
+  }
 }
 
 /** Deletes keys past their 24 hours; returns how many. */
