@@ -8,7 +8,7 @@ import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
 import { accountIdOf, requireApiKey } from './http/auth.js'
-import { AppError, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
+import { AppError, clientErrorHandler, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
 import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
 import { validatorCompiler } from './http/validation.js'
@@ -40,6 +40,7 @@ export async function buildApp(
     // One line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newId('request'),
+    clientErrorHandler,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
     // A client that trickles its request is cut off (REQUEST_TIMEOUT_MS for the whole request, at

@@ -63,6 +63,18 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       'invalid_parameter',
     ],
     ['invalid email', { email: 'not-an-email' }, json, 400, 'invalid_parameter', 'email'],
+    ['an email starting with a dot', { email: '.a@example.com' }, json, 400, 'invalid_parameter', 'email'],
+    ['a 65-character local part', { email: `${'a'.repeat(65)}@example.com` }, json, 400, 'invalid_parameter', 'email'],
+    ['a blank first_name', { first_name: '   ' }, json, 400, 'invalid_parameter', 'first_name'],
+    ['a blank tag', { first_name: 'T', tags: [' \t'] }, json, 400, 'invalid_parameter', 'tags.0'],
+    ['bytes that are not UTF-8', Buffer.from('{"first_name":"Ren\xe9"}', 'latin1'), json, 400, 'invalid_request'],
+    [
+      'a charset other than UTF-8',
+      '{"first_name":"Rene"}',
+      { 'content-type': 'application/json; charset=iso-8859-1' },
+      415,
+      'unsupported_media_type',
+    ],
     ['email with spaces inside', { email: 'a b@example.com' }, json, 400, 'invalid_parameter', 'email'],
     ['invalid phone', { phone: '12345' }, json, 400, 'invalid_parameter', 'phone'],
     ['over-long first_name', { first_name: long }, json, 400, 'invalid_parameter', 'first_name'],
@@ -191,6 +203,18 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       }
     }
     expect(await snapshotAccount(t, acme)).toEqual(before)
+  })
+
+  it('a __proto__ key is refused as such, not as invalid JSON', async () => {
+    const res = await t.inject(acme, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      payload: '{"first_name":"T","__proto__":{"admin":true}}',
+      headers: json,
+    })
+    expect(expectProblem(res, 400, 'invalid_request').detail).toBe(
+      'The request body has a "__proto__" or "constructor" key, which is refused.',
+    )
   })
 
   it.each(['/api/v1/contacts?q=a%00b', '/api/v1/contacts?email=a%00@example.com', `/api/v1/contacts/con_%00`])(

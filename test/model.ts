@@ -154,6 +154,12 @@ export function merge(base: ModelContact, input: ContactInput): ModelContact | F
   return bad ? invalid : next
 }
 
+/** An input the request schema refuses before the request runs: an email that is not one (`format: email`). */
+export function refusedBySchema(input: ContactInput): boolean {
+  const email = typeof input.email === 'string' ? input.email.trim() : undefined
+  return email !== undefined && (email === '' || INVALID_EMAILS.has(email))
+}
+
 export const isFailure = (value: unknown): value is Failure =>
   typeof value === 'object' && value !== null && 'status' in value && 'code' in value
 
@@ -172,7 +178,7 @@ const emptyContact = (id: string, now: string): ModelContact => ({
   updated_at: now,
 })
 
-const searchable = (value: string): string => value.toLowerCase().replace(/\s+/g, ' ')
+const searchable = (value: string): string => value.normalize('NFC').toLowerCase().replace(/\s+/g, ' ')
 
 export function matches(contact: ModelContact, filters: ListFilters): boolean {
   if (filters.email !== undefined && contact.email?.toLowerCase() !== filters.email.trim().toLowerCase()) {
@@ -227,6 +233,10 @@ export class AccountModel {
 
   /** PATCH /contacts/{id}: the contact after the change (unchanged when nothing differs), or the failure. */
   update(id: string, input: ContactInput, now: string): ModelContact | Failure {
+    // The body's schema is checked before the contact is looked up: a bad email is a 400 for any id.
+    if (refusedBySchema(input)) {
+      return { status: 400, code: 'invalid_parameter' }
+    }
     const current = this.contacts.get(id)
     if (!current) {
       return { status: 404, code: 'not_found' }

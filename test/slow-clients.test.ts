@@ -49,8 +49,46 @@ describe('slow clients', () => {
     const { closedAfterMs, answer } = await slow
     expect(closedAfterMs).toBeLessThan(4000)
     expect(closedAfterMs).toBeGreaterThanOrEqual(1400)
-    // Node answers 408 Request Timeout before it closes, when it can.
+    // Node's server answers 408 before it closes, when it can: as a problem, like any other error.
     expect(answer === '' || answer.startsWith('HTTP/1.1 408')).toBe(true)
+    if (answer !== '') {
+      expectConnectionProblem(answer, 408, 'request_timeout')
+    }
+  })
+
+  /** Sends raw bytes, reads until the server closes. */
+  const raw = (text: string) =>
+    new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write(text))
+      let answer = ''
+      socket.on('data', (chunk) => {
+        answer += chunk.toString()
+      })
+      socket.on('error', () => {})
+      socket.on('close', () => resolve(answer))
+    })
+
+  /** A response Node's HTTP parser refused to hand to the app: still a problem with a request id. */
+  function expectConnectionProblem(answer: string, status: number, code: string): void {
+    const [head = '', body = ''] = answer.split('\r\n\r\n')
+    expect(head.split('\r\n')[0]).toMatch(new RegExp(`^HTTP/1.1 ${status} `))
+    expect(head).toMatch(/\r\ncontent-type: application\/problem\+json; charset=utf-8/i)
+    expect(head).toMatch(/\r\ncache-control: no-store/i)
+    expect(head).toMatch(/\r\nx-content-type-options: nosniff/i)
+    const requestId = /\r\nrequest-id: (req_\w+)/i.exec(head)?.[1]
+    expect(requestId).toBeDefined()
+    const problem = JSON.parse(body)
+    expect(problem).toMatchObject({ status, code, request_id: requestId, type: expect.stringContaining(code) })
+  }
+
+  it('headers over 16 KiB get a 431 problem, not Fastify\'s {"error": …}', async () => {
+    const answer = await raw(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nX-Pad: ${'a'.repeat(20_000)}\r\n\r\n`)
+    expectConnectionProblem(answer, 431, 'headers_too_large')
+  })
+
+  it('a request whose framing is broken gets a 400 problem and the connection closes', async () => {
+    const answer = await raw('GET /api/v1/me HTTP/1.1\r\nHost: x\r\nContent-Length: nope\r\n\r\n')
+    expectConnectionProblem(answer, 400, 'invalid_request')
   })
 
   it('cuts off a client trickling its body', async () => {

@@ -58,6 +58,9 @@ function describe(raw: ValueError): FieldError {
       return { field, message: `Use at most ${schema.maxItems} tags.` }
     case ValueErrorType.ObjectMaxProperties:
       return { field, message: `Use at most ${schema.maxProperties} custom fields.` }
+    case ValueErrorType.StringPattern:
+      // Text's only pattern is "not blank".
+      return { field, message: top === 'tags' ? 'Remove the blank tag.' : 'Enter a value or leave it empty.' }
     case ValueErrorType.StringFormat:
       // The only format a contact input has is the email's.
       return describeRule({ field, message: 'is not a valid email address' })

@@ -333,6 +333,13 @@ describe.each(testDialects())('contacts API on %s', (dialect) => {
       expect(await ids('updated_after=2000-01-01T00:00:00%2B02:00')).toEqual([a.id, b.id, c.id])
     })
 
+    it('q matches whatever Unicode form the name was typed in (composed or decomposed)', async () => {
+      const acme = await t.createAccount()
+      const zoe = await createContact(t, acme, { first_name: 'Zo\u00eb' })
+      const res = await t.inject(acme, { method: 'GET', url: `/api/v1/contacts?q=${encodeURIComponent('zoe\u0308')}` })
+      expect(res.json().contacts.map((c: { id: string }) => c.id)).toEqual([zoe.id])
+    })
+
     it('an empty account lists {"contacts":[],"next_cursor":null}', async () => {
       const acme = await t.createAccount()
       const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })
@@ -344,6 +351,8 @@ describe.each(testDialects())('contacts API on %s', (dialect) => {
       const acme = await t.createAccount()
       for (const [query, field] of [
         ['updated_after=yesterday', 'updated_after'],
+        // RFC 3339 writes the offset with a colon; Ajv's own date-time format took this.
+        ['updated_after=2026-11-24T14:03:26%2B0100', 'updated_after'],
         ['order=sideways', 'order'],
         ['tag=', 'tag'],
         ['account_id=acct_x', 'account_id'],

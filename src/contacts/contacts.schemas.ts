@@ -10,8 +10,10 @@ const CUSTOM_VALUE_MAX = 500
 // __proto__ matches the characters but would set the object's prototype instead of a field.
 export const CUSTOM_FIELD_KEY = '^(?!__proto__$)[A-Za-z0-9_]{1,40}$'
 
-const Text = Type.String({ minLength: 1, maxLength: STRING_MAX })
-const Tags = Type.Array(Type.String({ minLength: 1, maxLength: TAG_MAX }), {
+// Not blank: "   " would pass as a name (and as the one identifying field) while saying nothing.
+const NOT_BLANK = '\\S'
+const Text = Type.String({ minLength: 1, maxLength: STRING_MAX, pattern: NOT_BLANK })
+const Tags = Type.Array(Type.String({ minLength: 1, maxLength: TAG_MAX, pattern: NOT_BLANK }), {
   maxItems: TAGS_MAX,
   description: `Up to ${TAGS_MAX} tags, 1-${TAG_MAX} characters each; duplicates are dropped.`,
 })

@@ -4,7 +4,8 @@ import { FormatRegistry } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { parsePhoneNumberFromString } from 'libphonenumber-js/max'
 import { AppError, type FieldError } from '../http/errors.js'
-import { emailKey, normalizeEmail } from '../lib/email.js'
+import { isRfc3339DateTime } from '../http/schemas.js'
+import { emailKey, looksLikeStoredEmail, normalizeEmail } from '../lib/email.js'
 import {
   CONTACT_FIELDS,
   type Contact,
@@ -147,9 +148,12 @@ export function contactFieldsAsText(contact: Contact, tagSeparator: string): Rec
   }
 }
 
-/** How `q` and the values it matches are compared: lower-cased, runs of white space as one space. */
+/**
+ * How `q` and the values it matches are compared: in Unicode's composed form (NFC: "Zoë" typed as
+ * e + U+0308 finds "Zoë" stored as U+00EB), lower-cased, runs of white space as one space.
+ */
 export function searchForm(text: string): string {
-  return text.toLowerCase().replace(/\s+/g, ' ')
+  return text.normalize('NFC').toLowerCase().replace(/\s+/g, ' ')
 }
 
 /**
@@ -211,14 +215,13 @@ export function toContactRows(accountId: string, contact: Contact): ContactRows 
 
 // TypeBox checks a format only when one is registered; stored timestamps are Date#toISOString.
 if (!FormatRegistry.Has('date-time')) {
-  FormatRegistry.Set('date-time', (value) =>
-    /^(?:\d{4}|[+-]\d{6})-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)$/i.test(value),
-  )
+  FormatRegistry.Set('date-time', isRfc3339DateTime)
 }
-// The rule behind the schemas' `format: email`, as for the API's Ajv (http/validation.ts): an
-// address normalizeEmail accepts (inputs may be padded; it stores them trimmed).
+// TypeBox's `format: email` checks stored contacts as they are read (and the web form's and CSV
+// import's input, whose addresses the merge step then holds to normalizeEmail): loose, so a contact
+// stored before the address rule tightened still reads. The API's Ajv applies the strict rule.
 if (!FormatRegistry.Has('email')) {
-  FormatRegistry.Set('email', (value) => normalizeEmail(value) !== undefined)
+  FormatRegistry.Set('email', (value) => looksLikeStoredEmail(value.trim()))
 }
 const storedContact = TypeCompiler.Compile(ContactSchema)
 

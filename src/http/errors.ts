@@ -1,9 +1,10 @@
 // The closed set of API error codes, the one status table, and the mapping of every failure
 // (ours, Fastify's, the database's) to an RFC 9457 problem response.
 
+import type { Duplex } from 'node:stream'
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { idLength, idPattern } from '../lib/ids.js'
+import { idLength, idPattern, newId } from '../lib/ids.js'
 
 const CATALOGUE = {
   invalid_api_key: { status: 401, title: 'Invalid API key' },
@@ -18,8 +19,10 @@ const CATALOGUE = {
   invalid_request: { status: 400, title: 'Invalid request' },
   invalid_parameter: { status: 400, title: 'Invalid parameter' },
   invalid_cursor: { status: 400, title: 'Invalid cursor' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  headers_too_large: { status: 431, title: 'Request headers too large' },
   rate_limited: { status: 429, title: 'Rate limited' },
   internal_error: { status: 500, title: 'Internal error' },
   service_unavailable: { status: 503, title: 'Service unavailable' },
@@ -238,6 +241,10 @@ function findingOf(issue: Issue, error: FastifyError): Finding {
       const format = String(params.format)
       return rule(`must be ${FORMAT_TEXT[format] ?? `in the format ${format}`}`)
     }
+    case 'pattern':
+      if (params.pattern === '\\S') {
+        return rule('must not be blank')
+      }
   }
   return rule(issue.message ?? 'is invalid')
 }
@@ -342,6 +349,37 @@ export function toAppError(error: FastifyError | Error): AppError | undefined {
     )
   }
   return undefined
+}
+
+/**
+ * What a connection gets when Node's HTTP parser refuses its request before Fastify sees it (a
+ * malformed request, headers over 16 KiB, a request slower than REQUEST_TIMEOUT_MS): a problem like
+ * any other, with its own request id, instead of Fastify's `{"error": …}`. The connection closes:
+ * after a parse error its bytes cannot be trusted to frame another request.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {
+    socket.destroy()
+    return
+  }
+  const [code, detail]: [ErrorCode, string] =
+    error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? ['request_timeout', 'The request did not arrive in time; send it again.']
+      : error.code === 'HPE_HEADER_OVERFLOW'
+        ? ['headers_too_large', 'The request headers are larger than 16 KiB.']
+        : ['invalid_request', 'The request is not valid HTTP/1.1 (its framing or headers could not be read).']
+  const requestId = newId('request')
+  const body = JSON.stringify(problemBody(code, detail, requestId))
+  // Written, then closed at once whatever the client still sends (as Fastify's own handler does).
+  socket.write(
+    `HTTP/1.1 ${statusOf(code)} ${titleOf(code)}\r\n` +
+      'Content-Type: application/problem+json; charset=utf-8\r\n' +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n` +
+      `Request-Id: ${requestId}\r\n` +
+      'Cache-Control: no-store\r\nX-Content-Type-Options: nosniff\r\nConnection: close\r\n\r\n' +
+      body,
+  )
+  socket.destroy()
 }
 
 export function installErrorHandlers(app: FastifyInstance): void {

@@ -21,14 +21,26 @@ export function installInputRules(app: FastifyInstance): void {
 
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeAllContentTypeParsers()
-  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT }, (request, body, done) => {
+  app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (request, raw, done) => {
+    // JSON is UTF-8 (RFC 8259 §8.1): another charset is refused rather than read as if it were one.
+    const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers['content-type'] ?? '')?.[1]
+    if (charset !== undefined && !/^utf-?8$/i.test(charset)) {
+      return done(new AppError('unsupported_media_type', 'Send the JSON body as UTF-8 (charset=utf-8, or no charset).'))
+    }
+    // Decoded strictly: a byte that is not UTF-8 would otherwise be stored as U+FFFD, silently.
+    let body: string
+    try {
+      body = UTF8.decode(raw as Buffer)
+    } catch {
+      return done(new AppError('invalid_request', 'The request body is not valid UTF-8.'))
+    }
     // Clients often send Content-Type: application/json on every request, DELETE included.
     if (body === '' && request.routeOptions.schema?.body === undefined) {
       return done(null, undefined)
     }
-    parseJson(request, body as string, (error, value) => {
+    parseJson(request, body, (error, value) => {
       if (error) {
-        return done(error, undefined)
+        return done(isValidJson(body) ? prototypeKeyRefused() : error, undefined)
       }
       if (hasUnstorableValue(value)) {
         return done(
@@ -39,6 +51,21 @@ export function installInputRules(app: FastifyInstance): void {
       done(null, value)
     })
   })
+}
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false })
+
+// The parser (secure-json-parse) refuses JSON that is valid but has a key that could poison
+// prototypes, under the same error as broken JSON: told apart here, so the message is true.
+const prototypeKeyRefused = () =>
+  new AppError('invalid_request', 'The request body has a "__proto__" or "constructor" key, which is refused.')
+function isValidJson(text: string): boolean {
+  try {
+    JSON.parse(text)
+    return true
+  } catch {
+    return false
+  }
 }
 
 function isPercentEncodedUtf8(text: string): boolean {

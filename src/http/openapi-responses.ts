@@ -146,6 +146,8 @@ const EXAMPLES: Record<ErrorCode, { detail: string; errors?: FieldError[]; exist
     errors: [{ field: 'after', message: 'is not a valid cursor for this query' }],
   },
   payload_too_large: { detail: 'The request body is larger than 1 MiB.' },
+  request_timeout: { detail: 'The request did not arrive in time; send it again.' },
+  headers_too_large: { detail: 'The request headers are larger than 16 KiB.' },
   unsupported_media_type: { detail: 'Send the request body as application/json.' },
   rate_limited: {
     detail: 'This account is over its rate limit of 100 requests per second (burst 200); retry after 1 s.',
@@ -208,12 +210,14 @@ function problemResponses(codes: readonly ErrorCode[], rateLimited: boolean) {
 }
 
 // What any /api/v1 operation can answer, whatever it does: a URL it cannot read, %00 or an unknown
-// query parameter (400), a key that is not valid (401), a spent budget (429), a failure of ours
-// (500) or of the database (503).
+// query parameter (400), a key that is not valid (401), a request too slow (408) or with headers too
+// large (431) for the HTTP server, a spent budget (429), a failure of ours (500) or of the database (503).
+const CONNECTION_CODES: ErrorCode[] = ['request_timeout', 'headers_too_large']
 const API_CODES: ErrorCode[] = [
   'invalid_request',
   'invalid_parameter',
   'invalid_api_key',
+  ...CONNECTION_CODES,
   'rate_limited',
   'internal_error',
   'service_unavailable',
@@ -224,4 +228,4 @@ export const apiProblems = (...codes: ErrorCode[]) => problemResponses([...API_C
 
 /** The problem responses of an operations route (the probes): no key, no rate limit. */
 export const operationsProblems = (...codes: ErrorCode[]) =>
-  problemResponses(['invalid_request', 'invalid_parameter', 'internal_error', ...codes], false)
+  problemResponses(['invalid_request', 'invalid_parameter', ...CONNECTION_CODES, 'internal_error', ...codes], false)

@@ -11,11 +11,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { staticResolver } from '../../test/static-resolver.js'
-import { SAMPLE_IDEMPOTENCY_KEY, SAMPLE_IDS, SAMPLES } from './openapi-samples.js'
+import { SAMPLE_IDS, SAMPLES, sampleIdempotencyKey } from './openapi-samples.js'
 
 const run = promisify(execFile)
 
 interface CodeSample {
+  lang: string
   label: string
   source: string
 }
@@ -29,7 +30,7 @@ function samplesOf(document: { paths: Operations }): Map<string, { curl: string;
       const samples = operation['x-codeSamples'] ?? []
       found.set(operation.operationId, {
         curl: samples.find((s) => s.label === 'curl')?.source ?? '',
-        sdk: samples.find((s) => s.label === 'SDK')?.source ?? '',
+        sdk: samples.find((s) => s.label !== 'curl')?.source ?? '',
       })
     }
   }
@@ -69,10 +70,15 @@ describe('the reference page samples', () => {
       const samples = samplesOf(document)
       expect([...samples.keys()].sort()).toEqual(Object.keys(SAMPLES).sort())
       expect([...SESSION].sort()).toEqual(Object.keys(SAMPLES).sort())
+      const keys = new Set<string>()
       for (const { curl, sdk } of samples.values()) {
         expect(curl).toMatch(/^curl /)
         expect(sdk).not.toBe('')
+        keys.add(/Idempotency-Key: ([\w-]+)/.exec(curl)?.[1] ?? '')
       }
+      // No two POST samples share an Idempotency-Key (pasting one after another must not be a 422).
+      const posts = [...samples.values()].filter(({ curl }) => curl.startsWith('curl -X POST'))
+      expect(keys.size - 1).toBe(posts.length)
       // Swagger UI shows them in the description.
       expect(document.paths['/api/v1/contacts'].post.description).toContain('```sh\ncurl -X POST')
     } finally {
@@ -121,7 +127,7 @@ describe('the reference page samples', () => {
     let base: string
     let acme: TestAccount
     beforeAll(async () => {
-      t = await createTestHarness({ dialect, resolve: staticResolver({ 'hooks.example.com': ['93.184.216.34'] }) })
+      t = await createTestHarness({ dialect, resolve: staticResolver({ 'example.com': ['93.184.216.34'] }) })
       await t.app.listen({ port: 0, host: '127.0.0.1' })
       base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`
       acme = await t.createAccount('Acme')
@@ -139,8 +145,8 @@ describe('the reference page samples', () => {
         for (const [example, real] of ids) {
           command = command.replaceAll(example, real)
         }
-        // One key per POST: the samples share theirs, and a key is for one request.
-        command = command.replace(SAMPLE_IDEMPOTENCY_KEY, randomUUID())
+        // A fresh key: the test runs the samples once per dialect on one account's worth of keys.
+        command = command.replace(sampleIdempotencyKey(operationId), randomUUID())
         const { stdout } = await run('sh', ['-c', `${command} -s -o /dev/stderr -w '%{http_code}'`], {
           env: { PATH: process.env.PATH, CONTACTS_API_KEY: acme.key },
         }).catch((error: { stdout: string; stderr: string }) => error)

@@ -3,6 +3,8 @@
 // derived from it, so they always send the same request. openapi-samples.test.ts runs every curl
 // line against a real server and type-checks every SDK line against the SDK.
 
+import { createHash } from 'node:crypto'
+
 /** The ids the samples use: those of the document's own examples. */
 export const SAMPLE_IDS = {
   contact: 'con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A',
@@ -11,8 +13,17 @@ export const SAMPLE_IDS = {
   delivery: 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G',
 } as const
 
-/** Any unique value will do: a retry that sends it again replays the first answer (docs/idempotency.md). */
-export const SAMPLE_IDEMPOTENCY_KEY = '8e03978e-40d5-43e8-bc93-6894a57f9324'
+/**
+ * The sample's Idempotency-Key: any unique value will do, and a retry that sends it again replays
+ * the first answer (docs/idempotency.md). One per operation, so pasting one sample after another
+ * never reuses a key for a different request.
+ */
+export const sampleIdempotencyKey = (operationId: string): string =>
+  createHash('sha256')
+    .update(operationId)
+    .digest('hex')
+    .slice(0, 32)
+    .replace(/^(.{8})(.{4})(.{4})(.{4})/, '$1-$2-$3-$4-')
 
 type Value = string | number | boolean | null | readonly Value[] | { readonly [key: string]: Value }
 
@@ -34,7 +45,8 @@ const CONTACT_INPUT = {
   custom_fields: { plan: 'pro' },
 }
 const ENDPOINT_INPUT = {
-  url: 'https://hooks.example.com/contacts',
+  // A name that resolves publicly (the API refuses one that does not); put your receiver's here.
+  url: 'https://example.com/webhooks/contacts',
   events: ['contact.created', 'contact.updated'],
   description: 'CRM sync',
 }
@@ -141,7 +153,14 @@ export function tsLiteral(value: Value): string {
 const shellQuoted = (text: string): string => `'${text.replace(/'/g, `'\\''`)}'`
 
 /** The curl command of a sample: `$CONTACTS_API_KEY` holds the key. */
-export function curlSample(method: string, path: string, apiUrl: string, sample: Sample, isPublic: boolean): string {
+export function curlSample(
+  operationId: string,
+  method: string,
+  path: string,
+  apiUrl: string,
+  sample: Sample,
+  isPublic: boolean,
+): string {
   const filled = path.replace(/\{(\w+)\}/g, (_, name: string) => sample.path?.[name] ?? `{${name}}`)
   const query = sample.query
     ? `?${new URLSearchParams(Object.entries(sample.query).map(([k, v]): [string, string] => [k, String(v)]))}`
@@ -154,7 +173,7 @@ export function curlSample(method: string, path: string, apiUrl: string, sample:
   }
   if (method === 'POST') {
     // Any unique value per operation; a retry with the same one replays the first answer.
-    lines.push(`-H 'Idempotency-Key: ${SAMPLE_IDEMPOTENCY_KEY}'`)
+    lines.push(`-H 'Idempotency-Key: ${sampleIdempotencyKey(operationId)}'`)
   }
   if (sample.body) {
     lines.push("-H 'Content-Type: application/json'", `-d ${shellQuoted(JSON.stringify(sample.body))}`)
@@ -207,7 +226,7 @@ export function withCodeSamples<P extends Record<string, object | undefined>>(pa
         )
       }
       const isPublic = Array.isArray(operation.security) && operation.security.length === 0
-      const curl = curlSample(method.toUpperCase(), path, apiUrl, sample, isPublic)
+      const curl = curlSample(operation.operationId ?? '', method.toUpperCase(), path, apiUrl, sample, isPublic)
       const sdk = sdkSample(sample, apiUrl, isPublic)
       operations[method] = {
         ...operation,
@@ -215,7 +234,7 @@ export function withCodeSamples<P extends Record<string, object | undefined>>(pa
           `${operation.description ?? ''}\n\n**curl**\n\n\`\`\`sh\n${curl}\n\`\`\`\n\n**TypeScript SDK**\n\n\`\`\`ts\n${sdk}\n\`\`\``.trimStart(),
         'x-codeSamples': [
           { lang: 'Shell', label: 'curl', source: curl },
-          { lang: 'TypeScript', label: 'SDK', source: sdk },
+          { lang: 'TypeScript', label: isPublic ? 'TypeScript' : 'SDK', source: sdk },
         ],
       }
     }

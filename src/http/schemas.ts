@@ -13,6 +13,36 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 
+const RFC3339 = /^(\d{4}|[+-]\d{6})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:Z|[+-](\d\d):(\d\d))$/i
+
+/**
+ * RFC 3339's date-time (section 5.6), the rule of every `format: date-time`: a real calendar day,
+ * and an offset of `Z` or `±hh:mm` (Ajv's own format also takes `+0100`, which RFC 3339 does not).
+ */
+export function isRfc3339DateTime(value: string): boolean {
+  const match = RFC3339.exec(value)
+  if (!match) {
+    return false
+  }
+  const [year, month, day, hour, minute, second, offsetHour = 0, offsetMinute = 0] = match
+    .slice(1)
+    .map((part) => (part === undefined ? undefined : Number(part)))
+  const daysInMonth = new Date(Date.UTC(year ?? 0, month ?? 0, 0)).getUTCDate()
+  return (
+    month !== undefined &&
+    month >= 1 &&
+    month <= 12 &&
+    day !== undefined &&
+    day >= 1 &&
+    day <= daysInMonth &&
+    (hour ?? 99) <= 23 &&
+    (minute ?? 99) <= 59 &&
+    (second ?? 99) <= 60 &&
+    offsetHour <= 23 &&
+    offsetMinute <= 59
+  )
+}
+
 export const Timestamp = Type.String({
   format: 'date-time',
   // Written by Date#toISOString: 24 characters, 27 for a year past 9999 (an expiry set that far).

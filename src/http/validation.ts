@@ -5,6 +5,7 @@ import { Ajv, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifySchemaCompiler } from 'fastify'
 import { normalizeEmail } from '../lib/email.js'
+import { isRfc3339DateTime } from './schemas.js'
 
 // ajv-formats is CommonJS; under NodeNext its default export is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -23,6 +24,7 @@ function makeAjv(options: Options): Ajv {
   // `format: email` means the address rule the API stores by (lib/email.ts), padding included
   // since it is trimmed: one rule, whether the schema or the merge step meets a bad address first.
   ajv.addFormat('email', (value: string) => normalizeEmail(value) !== undefined)
+  ajv.addFormat('date-time', isRfc3339DateTime)
   return ajv
 }
 

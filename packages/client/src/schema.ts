@@ -146,7 +146,7 @@ export interface paths {
          *     ```sh
          *     curl -X POST 'http://127.0.0.1:3000/api/v1/contacts' \
          *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
-         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Idempotency-Key: 72289e58-2ec8-3b5f-af87-87fea5df989c' \
          *       -H 'Content-Type: application/json' \
          *       -d '{"email":"ada@example.com","first_name":"Ada","last_name":"Lovelace","phone":"+44 1632 960961","tags":["vip"],"custom_fields":{"plan":"pro"}}'
          *     ```
@@ -185,7 +185,7 @@ export interface paths {
          *     ```sh
          *     curl -X POST 'http://127.0.0.1:3000/api/v1/contacts/upsert' \
          *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
-         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Idempotency-Key: 1b332250-da3b-439a-9b3a-fb2f3662884e' \
          *       -H 'Content-Type: application/json' \
          *       -d '{"email":"ada@example.com","company":"Analytical Engines"}'
          *     ```
@@ -398,9 +398,9 @@ export interface paths {
          *     ```sh
          *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints' \
          *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
-         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Idempotency-Key: f5b49935-e74f-4d87-3f7e-481f7fe00b1f' \
          *       -H 'Content-Type: application/json' \
-         *       -d '{"url":"https://hooks.example.com/contacts","events":["contact.created","contact.updated"],"description":"CRM sync"}'
+         *       -d '{"url":"https://example.com/webhooks/contacts","events":["contact.created","contact.updated"],"description":"CRM sync"}'
          *     ```
          *
          *     **TypeScript SDK**
@@ -409,7 +409,7 @@ export interface paths {
          *     import { createClient } from '@contacts-api/client'
          *
          *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
-         *     const endpoint = await client.webhookEndpoints.create({ url: 'https://hooks.example.com/contacts', events: ['contact.created', 'contact.updated'], description: 'CRM sync' })
+         *     const endpoint = await client.webhookEndpoints.create({ url: 'https://example.com/webhooks/contacts', events: ['contact.created', 'contact.updated'], description: 'CRM sync' })
          *     // endpoint.secret (whsec_…) is shown this once: store it
          *     ```
          */
@@ -516,7 +516,7 @@ export interface paths {
          *     ```sh
          *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/roll_secret' \
          *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
-         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Idempotency-Key: 9fa2d178-6d67-e4eb-ee11-747d6307093e' \
          *       -H 'Content-Type: application/json' \
          *       -d '{"expire_old_in_seconds":3600}'
          *     ```
@@ -555,7 +555,7 @@ export interface paths {
          *     ```sh
          *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/test' \
          *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
-         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Idempotency-Key: 8dba4277-f1f2-03ea-79b9-ee888752d500' \
          *       -H 'Content-Type: application/json' \
          *       -d '{}'
          *     ```
@@ -666,7 +666,7 @@ export interface paths {
          *     ```sh
          *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/deliveries/wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G/retry' \
          *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
-         *       -H 'Idempotency-Key: 8e03978e-40d5-43e8-bc93-6894a57f9324' \
+         *       -H 'Idempotency-Key: 3c07e4db-39ae-4dc7-833c-9f6990cab52b' \
          *       -H 'Content-Type: application/json' \
          *       -d '{}'
          *     ```
@@ -1124,7 +1124,7 @@ export interface components {
             /** Format: int32 */
             status: number;
             detail: string;
-            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "payload_too_large" | "unsupported_media_type" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             request_id: string;
             errors?: {
                 field: string;
@@ -1416,6 +1416,26 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Internal error (`internal_error`). */
             500: {
                 headers: {
@@ -1452,6 +1472,26 @@ export interface operations {
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). */
             400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     [name: string]: unknown;
@@ -1554,6 +1594,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -1561,6 +1613,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1676,6 +1740,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -1683,6 +1759,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1803,6 +1891,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Contact exists (`contact_exists`), Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -1860,6 +1960,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2015,6 +2127,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -2072,6 +2196,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2183,6 +2319,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -2190,6 +2338,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2289,6 +2449,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -2296,6 +2468,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2423,6 +2607,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Contact exists (`contact_exists`). */
             409: {
                 headers: {
@@ -2466,6 +2662,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2582,6 +2790,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -2589,6 +2809,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2708,6 +2940,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -2715,6 +2959,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2816,6 +3072,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -2823,6 +3091,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2921,6 +3201,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -2978,6 +3270,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3083,6 +3387,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -3090,6 +3406,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3189,6 +3517,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -3196,6 +3536,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3317,6 +3669,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Payload too large (`payload_too_large`). */
             413: {
                 headers: {
@@ -3348,6 +3712,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3460,6 +3836,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -3517,6 +3905,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3649,6 +4049,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Endpoint disabled (`endpoint_disabled`), Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -3706,6 +4118,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3826,6 +4250,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -3833,6 +4269,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3943,6 +4391,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -3950,6 +4410,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -4083,6 +4555,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Endpoint disabled (`endpoint_disabled`), Idempotency key in use (`idempotency_key_in_use`). */
             409: {
                 headers: {
@@ -4140,6 +4624,18 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimitSpent"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
                     "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     [name: string]: unknown;
                 };
                 content: {
