@@ -280,7 +280,9 @@ describe.each(testDialects())('web security on %s', (dialect) => {
         }
       }
       // Still signed in: none of them was taken as a sign-out.
-      expect((await client.get('/app')).statusCode).toBe(303)
+      const home = await client.get('/app')
+      expect(home.statusCode).toBe(303)
+      expect(home.headers.location).toMatch(/^\/app\/acct_/)
       expect(lines.length).toBeGreaterThan(0)
       const levels = lines.map((line) => (JSON.parse(line) as { level: number }).level)
       expect(levels.filter((level) => level >= 50)).toEqual([])
