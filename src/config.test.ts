@@ -33,6 +33,8 @@ describe('loadConfig', () => {
         allowPrivateUrls: false,
       },
       eventRetentionDays: 30,
+      signUpsPerHour: 10,
+      maxAccountsPerPerson: 10,
     })
     expect(Object.isFrozen(config)).toBe(true)
     expect(Object.isFrozen(config.webhooks)).toBe(true)

@@ -35,6 +35,10 @@ export interface Config {
    * oldest are evicted (src/idempotency/idempotency.ts).
    */
   readonly idempotencyKeysPerAccount: number
+  /** SIGN_UPS_PER_HOUR: sign-ups from one client address (IPv6: /64) in any hour; 0 turns the limit off. */
+  readonly signUpsPerHour: number
+  /** MAX_ACCOUNTS_PER_PERSON: accounts one person may own (sign-up's first included). */
+  readonly maxAccountsPerPerson: number
   /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
   readonly requestTimeoutMs: number
   /** METRICS_TOKEN: a scrape of /metrics brings it as a bearer token; unset, only local direct scrapes are answered. */
@@ -163,6 +167,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
   const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
   const idempotencyKeysPerAccount = integer('IDEMPOTENCY_KEYS_PER_ACCOUNT', 20_000, 1, 10_000_000)
+  const signUpsPerHour = integer('SIGN_UPS_PER_HOUR', 10, 0, RATE_LIMIT_MAX)
+  const maxAccountsPerPerson = integer('MAX_ACCOUNTS_PER_PERSON', 10, 1, 10_000)
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000)
   const metricsToken = env.METRICS_TOKEN || undefined
   if (metricsToken !== undefined && metricsToken.length < 16) {
@@ -188,6 +194,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     eventRetentionDays,
     maxContactsPerAccount,
     idempotencyKeysPerAccount,
+    signUpsPerHour,
+    maxAccountsPerPerson,
     requestTimeoutMs,
     metricsToken,
   })

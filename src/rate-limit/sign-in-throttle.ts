@@ -1,49 +1,155 @@
-// Sign-in throttling: failures counted per key (an email's digest, a client address) in a sliding
-// window, in the database, so every instance behind a load balancer counts the same failures.
+// Sign-in throttling after NIST SP 800-63B (§5.2.2, "rate limiting"): failures are counted per
+// (email, client address) pair and per client address, and each failure past a free allowance
+// doubles the wait before the next attempt, up to a cap. Nothing is counted per email alone, so no
+// one can lock an owner out by failing on their email from elsewhere: the owner's own pair and
+// address stay untouched. Counted in the database, so every instance behind a load balancer sees
+// the same failures, with or without Redis.
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
-import { sha256Hex } from '../lib/crypto.js'
-import { retryAfter, windowStart } from './sliding-window.js'
+import { hmacSha256 } from '../lib/crypto.js'
+import { windowStart } from './sliding-window.js'
 
-/** The window in which sign-in failures count. */
-export const SIGN_IN_WINDOW_MS = 15 * 60 * 1000
+/** Failures older than this no longer count (and the hourly purge deletes them). */
+export const SIGN_IN_WINDOW_MS = 24 * 3600 * 1000
 
-export interface Throttle {
-  /** Seconds to wait when the key has used up its failures, else 0. */
-  retryAfter(key: string, now: Date): Promise<number>
-  fail(key: string, now: Date): Promise<void>
-  reset(key: string): Promise<void>
+export interface GrowingDelay {
+  /** Failures allowed with no wait (typos). */
+  free: number
+  /** The wait after the first failure past the free ones; it doubles with each further failure. */
+  firstDelayS: number
+  /** The longest wait. */
+  maxDelayS: number
 }
 
 /**
- * A throttle of `maxFailures` per window for keys of one kind (`email`, `ip`: kinds never share a
- * count). Keys are stored as digests: the table never holds the emails people typed.
+ * Per pair: 5 free, then 2 s, 4 s, … 512 s, then 15 min between attempts: at most about 110
+ * guesses a day at one email from one address (NIST allows up to 100 consecutive failures).
+ * Per address: 20 free (an office behind one NAT mistypes too), then the same doubling: about 125
+ * guesses a day from one address (IPv6: one /64) over all emails together.
  */
-export function createThrottle(db: Kysely<Database>, kind: string, maxFailures: number, windowMs: number): Throttle {
-  const window = { max: maxFailures, windowMs }
-  const digest = (key: string) => sha256Hex(`${kind}:${key}`)
+export const SIGN_IN_POLICIES = {
+  pair: { free: 5, firstDelayS: 2, maxDelayS: 900 },
+  address: { free: 20, firstDelayS: 2, maxDelayS: 900 },
+} as const satisfies Record<string, GrowingDelay>
+
+/** Seconds to wait after the last of `failures` failures before the next attempt. */
+export function delayAfter(failures: number, policy: GrowingDelay): number {
+  if (failures < policy.free) {
+    return 0
+  }
+  // Bounded exponent: 2 ** 1000 is Infinity, and the cap is reached long before.
+  return Math.min(policy.maxDelayS, policy.firstDelayS * 2 ** Math.min(failures - policy.free, 30))
+}
+
+export type SignInAttempt =
+  | { allowed: false; retryAfter: number }
+  | {
+      allowed: true
+      /** The password was right: the pair's failures are forgiven and this attempt is not one. */
+      succeeded(): Promise<void>
+    }
+
+export interface SignInThrottle {
+  /**
+   * Asks to check a password for `email` from `address` (a client key: rate-limit/client-key.ts).
+   * An allowed attempt is counted as a failure at once, before the slow password check, so that a
+   * burst of concurrent guesses cannot all pass the check before any of them is counted; a right
+   * password then takes it back (`succeeded`).
+   */
+  attempt(email: string, address: string, now: Date): Promise<SignInAttempt>
+}
+
+/** `secret` keys the digests: the table holds neither the emails typed nor the addresses. */
+export function createSignInThrottle(
+  db: Kysely<Database>,
+  secret: string,
+  policies: { pair: GrowingDelay; address: GrowingDelay } = SIGN_IN_POLICIES,
+): SignInThrottle {
+  const digest = (key: string) => hmacSha256(secret, `sign-in:${key}`).toString('hex')
+
+  /** The failures of a key in the window: how many, and when the last was. */
+  async function failuresOf(key: string, now: Date): Promise<{ count: number; last: string | null }> {
+    const row = await db
+      .selectFrom('sign_in_failures')
+      .select((eb) => [eb.fn.countAll().as('count'), eb.fn.max('at').as('last')])
+      .where('key', '=', key)
+      .where('at', '>', windowStart(now, SIGN_IN_WINDOW_MS))
+      .executeTakeFirst()
+    return { count: Number(row?.count ?? 0), last: row?.last ?? null }
+  }
+
+  /** Seconds before the key may try again: what is left of the delay its failures earned. */
+  async function waitFor(key: string, policy: GrowingDelay, now: Date): Promise<number> {
+    const { count, last } = await failuresOf(key, now)
+    if (last === null) {
+      return 0
+    }
+    const until = Date.parse(last) + delayAfter(count, policy) * 1000
+    return Math.max(0, Math.ceil((until - now.getTime()) / 1000))
+  }
+
+  /**
+   * After this attempt's failure row is in: did another attempt of the key come within the delay
+   * that the failures before this one earned? (A concurrent burst: all but the free ones are.)
+   */
+  async function crowded(key: string, ownId: string, policy: GrowingDelay, now: Date): Promise<number> {
+    const { count } = await failuresOf(key, now)
+    const required = delayAfter(count - 1, policy)
+    if (required === 0) {
+      return 0
+    }
+    const other = await db
+      .selectFrom('sign_in_failures')
+      .select('id')
+      .where('key', '=', key)
+      .where('id', '!=', ownId)
+      .where('at', '>', new Date(now.getTime() - required * 1000).toISOString())
+      .executeTakeFirst()
+    return other ? required : 0
+  }
+
   return {
-    async retryAfter(key, now) {
-      return retryAfter(db.selectFrom('sign_in_failures').where('key', '=', digest(key)), window, now)
-    },
-    async fail(key, now) {
-      const hashed = digest(key)
-      await db.transaction().execute(async (trx) => {
-        // Failures older than the window no longer count: the key's rows stay few.
-        await trx
+    async attempt(email, address, now) {
+      const keys = [
+        { key: digest(`pair:${email}\n${address}`), policy: policies.pair },
+        { key: digest(`address:${address}`), policy: policies.address },
+      ]
+      const waits = await Promise.all(keys.map(({ key, policy }) => waitFor(key, policy, now)))
+      const wait = Math.max(...waits)
+      if (wait > 0) {
+        return { allowed: false, retryAfter: wait }
+      }
+      const marks = keys.map((k) => ({ ...k, id: randomUUID() }))
+      await db
+        .insertInto('sign_in_failures')
+        .values(marks.map(({ id, key }) => ({ id, key, at: now.toISOString() })))
+        .execute()
+      const crowdedWaits = await Promise.all(marks.map(({ key, id, policy }) => crowded(key, id, policy, now)))
+      const unmark = () =>
+        db
           .deleteFrom('sign_in_failures')
-          .where('key', '=', hashed)
-          .where('at', '<=', windowStart(now, windowMs))
+          .where(
+            'id',
+            'in',
+            marks.map((m) => m.id),
+          )
           .execute()
-        await trx
-          .insertInto('sign_in_failures')
-          .values({ id: randomUUID(), key: hashed, at: now.toISOString() })
-          .execute()
-      })
-    },
-    async reset(key) {
-      await db.deleteFrom('sign_in_failures').where('key', '=', digest(key)).execute()
+      if (Math.max(...crowdedWaits) > 0) {
+        await unmark()
+        return { allowed: false, retryAfter: Math.max(...crowdedWaits) }
+      }
+      const [pair] = marks
+      return {
+        allowed: true,
+        async succeeded() {
+          await unmark()
+          // The pair's earlier failures were the owner's typos: forgiven. The address's stay.
+          if (pair) {
+            await db.deleteFrom('sign_in_failures').where('key', '=', pair.key).execute()
+          }
+        },
+      }
     },
   }
 }

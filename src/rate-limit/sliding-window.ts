@@ -1,5 +1,5 @@
-// Sliding-window limits counted from timestamped rows (sign-in failures, key changes in the audit
-// log): at most `max` events in any `windowMs`. The rows are the count, so every instance behind a
+// Sliding-window limits counted from timestamped rows (sign-ups per address, key changes in the
+// audit log): at most `max` events in any `windowMs`. The rows are the count, so every instance behind a
 // load balancer sees the same one without another store. (The API's per-account and failed-auth
 // limits are token buckets: token-bucket.ts.)
 import { type SelectQueryBuilder, sql } from 'kysely'

@@ -1,6 +1,7 @@
 // /app: where a signed-in person lands, and creating a further account (its creator owns it).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { ACCOUNT_NAME_MAX } from '../accounts/accounts.store.js'
+import { assertMayOwnAnother } from '../accounts/owned-accounts.js'
 import type { Deps } from '../deps.js'
 import { createAccountForUser } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
@@ -12,7 +13,7 @@ const NEW_ACCOUNT_FIELDS = ['name'] as const
 const NewAccountForm = FormBody(NEW_ACCOUNT_FIELDS)
 
 export const accountsPagesRoutes: FastifyPluginAsyncTypebox<{
-  deps: Pick<Deps, 'database' | 'clock'>
+  deps: Pick<Deps, 'database' | 'clock' | 'config'>
   render: Render
 }> = async (app, { deps, render }) => {
   const { db } = deps.database
@@ -36,6 +37,7 @@ export const accountsPagesRoutes: FastifyPluginAsyncTypebox<{
       )
     }
     const { user } = signedInContext(request)
+    await assertMayOwnAnother(db, user.id, deps.config.maxAccountsPerPerson)
     const account = await createAccountForUser(db, user.id, name, deps.clock.now())
     return reply.redirect(`/app/${account.id}/contacts`, 303)
   })

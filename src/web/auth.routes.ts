@@ -1,15 +1,18 @@
-// Sign-up, sign-in (throttled per email and per client address) and sign-out.
+// Sign-up (throttled per client address; an existing email is answered as little as can be),
+// sign-in (throttled per email and address pair and per address, with growing delays) and sign-out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { hash, verify } from '@node-rs/argon2'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ACCOUNT_NAME_MAX } from '../accounts/accounts.store.js'
+import { assertMayOwnAnother } from '../accounts/owned-accounts.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { emailKey, normalizeEmail } from '../lib/email.js'
 import { clientKey } from '../rate-limit/client-key.js'
-import { createThrottle, SIGN_IN_WINDOW_MS } from '../rate-limit/sign-in-throttle.js'
+import { createSignInThrottle } from '../rate-limit/sign-in-throttle.js'
+import { createSignUpThrottle } from '../rate-limit/sign-up-throttle.js'
 import { createSession, deleteSession } from '../users/sessions.store.js'
-import { createUserWithAccount, findUserByEmail } from '../users/users.store.js'
+import { createAccountForUser, createUserWithAccount, findUserByEmail } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
 import { type FormErrors, signInPage, signUpPage } from './pages/auth-pages.js'
 import type { Render } from './render.js'
@@ -23,12 +26,23 @@ const SignUpForm = FormBody(SIGN_UP_FIELDS)
 const SignInForm = FormBody(SIGN_IN_FIELDS)
 const SignOutForm = FormBody([])
 
+/** "12 seconds", "3 minutes": how long to wait, as a person reads it. */
+function waitText(seconds: number): string {
+  if (seconds < 60) {
+    return `${seconds} second${seconds === 1 ? '' : 's'}`
+  }
+  const minutes = Math.ceil(seconds / 60)
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`
+}
+
 export const authRoutes: FastifyPluginAsyncTypebox<{
-  deps: Pick<Deps, 'database' | 'clock'>
+  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret'>
   render: Render
   cookieOptions: CookieOptions
 }> = async (app, { deps, render, cookieOptions }) => {
   const { db } = deps.database
+  const signInThrottle = createSignInThrottle(db, deps.secret)
+  const signUpThrottle = createSignUpThrottle(db, deps.secret, deps.config.signUpsPerHour)
 
   /** A new session id at every sign-in (no fixation); the old one, if any, is deleted. */
   async function startSession(request: FastifyRequest, reply: FastifyReply, userId: string) {
@@ -37,6 +51,11 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       await deleteSession(db, previous)
     }
     setSessionCookie(reply, await createSession(db, userId, deps.clock.now()), cookieOptions)
+  }
+
+  const tooMany = (reply: FastifyReply, seconds: number) => {
+    reply.header('retry-after', String(seconds))
+    return `Too many attempts from your network. Try again in ${waitText(seconds)}.`
   }
 
   app.get('/sign-up', async (request, reply) => render(request, reply, (c) => signUpPage(c, {})))
@@ -58,61 +77,81 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     if (Object.keys(errors).length > 0 || !email) {
       return render(request, reply, (c) => signUpPage(c, values, errors), 400)
     }
+    const shown = { email: values.email, account_name: values.account_name }
+    const now = deps.clock.now()
+    const address = clientKey(request.ip)
+    // Every well-formed sign-up counts, new email or not: the budget also bounds how many emails
+    // an address can test for being registered.
+    const wait = await signUpThrottle.take(address, now)
+    if (wait > 0) {
+      const message = tooMany(reply, wait)
+      return render(request, reply, (c) => signUpPage(c, shown, { form: message }), 429)
+    }
+    const existing = await findUserByEmail(db, email)
+    if (existing) {
+      return signUpExisting(request, reply, { user: existing, password: values.password, accountName, shown, now })
+    }
     const passwordHash = await hash(values.password)
     try {
-      const { user, account } = await createUserWithAccount(db, {
-        email,
-        passwordHash,
-        accountName,
-        now: deps.clock.now(),
-      })
+      const { user, account } = await createUserWithAccount(db, { email, passwordHash, accountName, now })
       await startSession(request, reply, user.id)
       return reply.redirect(`/app/${account.id}/settings/api`, 303)
     } catch (error) {
       if (isUniqueViolation(error)) {
-        return render(
-          request,
-          reply,
-          (c) => signUpPage(c, values, { email: 'An account with this email exists. Sign in instead.' }),
-          409,
-        )
+        // Signed up a moment ago by a concurrent request: the same answer as a wrong password below.
+        return render(request, reply, (c) => signUpPage(c, shown, { email: EMAIL_REGISTERED }), 409)
       }
       throw error
     }
   })
 
-  const byEmail = createThrottle(db, 'email', 5, SIGN_IN_WINDOW_MS)
-  const byIp = createThrottle(db, 'ip', 20, SIGN_IN_WINDOW_MS)
+  /**
+   * A sign-up with a registered email. Without an email channel the app cannot answer "check your
+   * inbox" alike for both cases, so some answer must differ from a new email's. The least it can
+   * tell: with the right password, the person is signed in and gets the account they asked for
+   * (they are the owner of that email); with any other, that the email is registered, nothing more.
+   * That is a password check, so it goes through the sign-in throttle too.
+   */
+  async function signUpExisting(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    input: {
+      user: { id: string; email: string; password_hash: string }
+      password: string
+      accountName: string
+      shown: Record<string, string>
+      now: Date
+    },
+  ) {
+    const attempt = await signInThrottle.attempt(emailKey(input.user.email), clientKey(request.ip), input.now)
+    if (!attempt.allowed) {
+      const message = tooMany(reply, attempt.retryAfter)
+      return render(request, reply, (c) => signUpPage(c, input.shown, { form: message }), 429)
+    }
+    if (!(await verify(input.user.password_hash, input.password).catch(() => false))) {
+      return render(request, reply, (c) => signUpPage(c, input.shown, { email: EMAIL_REGISTERED }), 409)
+    }
+    await attempt.succeeded()
+    await assertMayOwnAnother(db, input.user.id, deps.config.maxAccountsPerPerson)
+    const account = await createAccountForUser(db, input.user.id, input.accountName, input.now)
+    await startSession(request, reply, input.user.id)
+    return reply.redirect(`/app/${account.id}/settings/api`, 303)
+  }
 
   app.get('/sign-in', async (request, reply) => render(request, reply, (c) => signInPage(c, {})))
 
   app.post('/sign-in', { schema: { body: SignInForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, SIGN_IN_FIELDS)
-    const now = deps.clock.now()
     const email = emailKey(values.email)
-    const ipKey = clientKey(request.ip)
-    const wait = Math.max(await byEmail.retryAfter(email, now), await byIp.retryAfter(ipKey, now))
-    if (wait > 0) {
-      reply.header('retry-after', String(wait))
-      const minutes = Math.ceil(wait / 60)
-      return render(
-        request,
-        reply,
-        (c) =>
-          signInPage(
-            c,
-            { email: values.email },
-            { form: `Too many failed attempts. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.` },
-          ),
-        429,
-      )
+    const attempt = await signInThrottle.attempt(email, clientKey(request.ip), deps.clock.now())
+    if (!attempt.allowed) {
+      const message = tooMany(reply, attempt.retryAfter)
+      return render(request, reply, (c) => signInPage(c, { email: values.email }, { form: message }), 429)
     }
     const user = email ? await findUserByEmail(db, email) : undefined
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
     const ok = await verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
     if (!user || !ok) {
-      await byEmail.fail(email, now)
-      await byIp.fail(ipKey, now)
       return render(
         request,
         reply,
@@ -120,7 +159,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
         401,
       )
     }
-    await byEmail.reset(email)
+    await attempt.succeeded()
     await startSession(request, reply, user.id)
     return reply.redirect('/app', 303)
   })
@@ -134,6 +173,8 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     return reply.redirect('/sign-in', 303)
   })
 }
+
+const EMAIL_REGISTERED = 'This email is already registered. Sign in with its password, or use another email.'
 
 // A valid argon2id hash of a random password, verified when the email is unknown.
 const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$n5xj56n7FIvm4l/52lPcjWGyQ2iVXmEgktjNdfOu2kI'

@@ -18,6 +18,7 @@ import { membersRoutes } from './members.routes.js'
 import { errorPage } from './pages/layout.js'
 import { createRender } from './render.js'
 import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
+import { crossOriginReason, originOf, SAFE_METHODS } from './same-origin.js'
 import { isValidCsrf } from './session.js'
 import { webhooksSettingsRoutes } from './webhooks-settings.routes.js'
 
@@ -46,12 +47,37 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       },
     },
     strictTransportSecurity: secure,
+    // Not helmet's no-referrer: under it browsers send `Origin: null` on the app's own form posts,
+    // which the same-origin check below must refuse. same-origin still sends nothing to other sites.
+    referrerPolicy: { policy: 'same-origin' },
   })
-
-  loadSessionUser(app, db, deps.clock)
 
   const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
     render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
+
+  // The second line, before the body is even read: a state-changing request that the browser says
+  // comes from another site, or from another origin (a sibling subdomain, another port), is refused
+  // whatever it carries (same-origin.ts). Before the session is loaded: a forged request costs no query.
+  const appOrigin = originOf(deps.config.appUrl)
+  app.addHook('onRequest', async (request, reply) => {
+    if (SAFE_METHODS.has(request.method)) {
+      return
+    }
+    const own = [appOrigin, originOf(`${request.protocol}://${request.host}`)].filter((o) => o !== undefined)
+    const reason = crossOriginReason(request.headers, own)
+    if (reason) {
+      request.log.info({ reason }, 'cross-origin request refused')
+      return render(
+        request,
+        reply,
+        (c) =>
+          errorPage(403, 'Refused', 'This form was sent from another site. Reload this site’s page and try again.', c),
+        403,
+      )
+    }
+  })
+
+  loadSessionUser(app, db, deps.clock)
 
   // Every post must carry the form's token, checked before any handler. A multipart post is
   // accepted only by a route that takes a file (route config `acceptsFile`: the CSV import, which

@@ -1,0 +1,44 @@
+// CSRF's second line: a state-changing web request must come from the app's own pages, as the
+// browser tells by `Sec-Fetch-Site` and `Origin`. The form's token stays the first line.
+import type { IncomingHttpHeaders } from 'node:http'
+
+/** Methods that change nothing; every other one is checked. */
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS'])
+
+/**
+ * Why a request is refused as cross-origin, or undefined when it may go on. `ownOrigins`: the
+ * app's public origin (APP_URL) and the origin the request itself was addressed to (its scheme and
+ * Host), so a direct visit to an instance works as well as one through the public address.
+ *
+ * - `Sec-Fetch-Site: cross-site` or `same-site` is refused: same-site includes a sibling
+ *   subdomain, whose pages SameSite=Lax cookies do not keep out and the app does not trust.
+ * - Another port of the same host is same-site too; its `Origin` differs, so it is refused below
+ *   when the browser sends no `Sec-Fetch-Site`.
+ * - An `Origin` other than one of ours is refused, `null` (sandboxed frames, opaque redirects)
+ *   included.
+ * - Neither header: not a browser (or a very old one); the CSRF token alone decides.
+ */
+export function crossOriginReason(headers: IncomingHttpHeaders, ownOrigins: readonly string[]): string | undefined {
+  const site = headerValue(headers['sec-fetch-site'])?.toLowerCase()
+  if (site === 'cross-site' || site === 'same-site') {
+    return `Sec-Fetch-Site: ${site}`
+  }
+  const origin = headerValue(headers.origin)
+  if (origin !== undefined && !ownOrigins.includes(origin.toLowerCase())) {
+    return 'Origin is not this application'
+  }
+  return undefined
+}
+
+/** The origin (`scheme://host[:port]`, lowercase, default port left out) of a URL as browsers send it; undefined if it is none. */
+export function originOf(url: string): string | undefined {
+  try {
+    const origin = new URL(url).origin
+    return origin === 'null' ? undefined : origin.toLowerCase()
+  } catch {
+    return undefined
+  }
+}
+
+const headerValue = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value.join(',') : value
