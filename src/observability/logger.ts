@@ -18,7 +18,11 @@ export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): F
       censor: '[REDACTED]',
     },
     serializers: {
-      req: (req: { method: string; url: string }) => ({ method: req.method, url: redactKeys(req.url) }),
+      req: (req: { method: string; url: string }) => ({
+        method: req.method,
+        // An invitation link's token is a credential too (web/people.routes.ts).
+        url: redactKeys(req.url).replace(/^\/invitations\/[^/?]+/, '/invitations/[REDACTED]'),
+      }),
     },
   }
 }
