@@ -3,12 +3,13 @@
 // "sign out everywhere else".
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../deps.js'
-import { AppError } from '../http/errors.js'
 import { acceptInvitation, findPendingInvitation } from '../invitations/invitations.store.js'
 import { emailKey } from '../lib/email.js'
 import { deleteOtherSessions, listSessions } from '../users/sessions.store.js'
 import { FormBody } from './forms.js'
+import { errorPage } from './pages/layout.js'
 import { invitationPage, invitationRefusedPage, sessionsPage } from './pages/settings-pages.js'
 import type { Render } from './render.js'
 import { requireSignIn, sessionUser, signedInContext } from './request-context.js'
@@ -26,12 +27,14 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<{
   render: Render
 }> = async (app, { deps, render }) => {
   const { db } = deps.database
+  const notValid = (request: FastifyRequest, reply: FastifyReply) =>
+    render(request, reply, (c) => errorPage(404, 'Invitation not valid', NOT_VALID, c), 404)
 
   app.get('/invitations/:token', { schema: { params: InvitationParams } }, async (request, reply) => {
     const { token } = request.params
     const invitation = await findPendingInvitation(db, token, deps.clock.now())
     if (!invitation) {
-      throw new AppError('not_found', NOT_VALID)
+      return notValid(request, reply)
     }
     const user = sessionUser(request)
     if (user && emailKey(user.email) !== emailKey(invitation.email)) {
@@ -67,7 +70,7 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<{
           403,
         )
       }
-      throw new AppError('not_found', NOT_VALID)
+      return notValid(request, reply)
     },
   )
 
