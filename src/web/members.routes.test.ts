@@ -151,6 +151,28 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       }
     })
 
+    it('an invitation accepted by someone already a member uses it up and keeps their role; two accepts add one membership', async () => {
+      const owner = await signUp(t.app, 'inv5-owner@example.com')
+      const admin = await signUp(t.app, 'inv5-admin@example.com', 'A Co')
+      expect(
+        (await accept(admin.client, await invite(owner.client, owner.accountId, 'inv5-admin@example.com', 'admin')))
+          .statusCode,
+      ).toBe(303)
+      const again = await invite(owner.client, owner.accountId, 'inv5-admin@example.com', 'member')
+      const res = await accept(admin.client, again)
+      expect(res.statusCode).toBe(303)
+      expect(res.headers.location).toBe(`/app/${owner.accountId}/contacts`)
+      expect(await membership(owner.accountId, 'inv5-admin@example.com')).toEqual({ role: 'admin' })
+      expect((await admin.client.get(again)).statusCode).toBe(404)
+
+      const twice = await signUp(t.app, 'inv5-twice@example.com', 'T Co')
+      const link = await invite(owner.client, owner.accountId, 'inv5-twice@example.com')
+      await twice.client.get(link)
+      const both = await Promise.all([twice.client.post(`${link}/accept`, {}), twice.client.post(`${link}/accept`, {})])
+      expect(both.map((r) => r.statusCode).sort()).toEqual([303, 404])
+      expect(await membership(owner.accountId, 'inv5-twice@example.com')).toEqual({ role: 'member' })
+    })
+
     it('the form answers alike for registered and unregistered emails, and bad input is a 400 on the page', async () => {
       const owner = await signUp(t.app, 'inv3-owner@example.com')
       await signUp(t.app, 'registered@example.com', 'Reg Co')
