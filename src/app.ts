@@ -16,7 +16,7 @@ import { installIdempotency } from './idempotency/idempotency.js'
 import { deriveKey } from './lib/crypto.js'
 import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
-import { loggerOptions, redactKeys } from './observability/logger.js'
+import { loggerOptions, redactUrl } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { webRoutes } from './web/web.routes.js'
 import { webhookEndpointsRoutes } from './webhooks/webhook-endpoints.routes.js'
@@ -66,7 +66,7 @@ export async function buildApp(
       const problem = toAppError(error) ?? new AppError('invalid_request', 'The request could not be read.')
       // Hooks do not run on this path: write the request's log line here.
       request.log.info(
-        { method: request.method, url: redactKeys(request.url), status: statusOf(problem.code) },
+        { method: request.method, url: redactUrl(request.url), status: statusOf(problem.code) },
         'request',
       )
       return sendProblem(reply, problem)
@@ -89,7 +89,7 @@ export async function buildApp(
     request.log.info(
       {
         method: request.method,
-        url: redactKeys(request.url),
+        url: redactUrl(request.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
         account_id: accountIdOf(request),

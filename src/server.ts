@@ -13,6 +13,7 @@ import { healthRoutes } from './observability/health.js'
 import { loggerOptions } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
+import { purgeExpiredSessions } from './users/sessions.store.js'
 import { purgeExpiredDeliveries } from './webhooks/deliveries.store.js'
 import { type DeliveryWorker, startDeliveryWorker } from './webhooks/delivery-worker.js'
 
@@ -49,12 +50,13 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     throw error
   }
   const worker = role === 'worker' || config.webhooks.worker ? deliveryWorker(deps, app) : undefined
-  // Expired idempotency keys, sign-in failures, and events and deliveries past EVENT_RETENTION_DAYS
+  // Expired idempotency keys, sign-in failures, web sessions, and events and deliveries past EVENT_RETENTION_DAYS
   // are purged at start and then hourly (events and deliveries in batches: see purgeExpiredEvents).
   const purge = () =>
     Promise.all([
       purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
       purgeSignInFailures(deps.database.db, deps.clock.now(), SIGN_IN_WINDOW_MS),
+      purgeExpiredSessions(deps.database.db, deps.clock.now()),
       purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
       purgeExpiredDeliveries(deps.database.db, deps.clock.now(), config.eventRetentionDays),
     ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))

@@ -341,6 +341,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       idempotency_keys: ['account_id', 'key'],
       memberships: ['account_id', 'user_id'],
       sessions: ['token_hash'],
+      invitations: ['account_id', 'id'],
       users: ['id'],
       api_keys: ['account_id', 'id'],
       audit_log: ['account_id', 'id'],
@@ -360,6 +361,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       idempotency_keys: [['account_id']],
       memberships: [['account_id'], ['user_id']],
       sessions: [['user_id']],
+      invitations: [['account_id']],
       sign_in_failures: [],
       users: [],
       api_keys: [['account_id']],
@@ -377,6 +379,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
     expect(sqlite?.uniqueIndexes).toEqual({
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },
       contacts_account_email_key: { table: 'contacts', columns: ['account_id', 'email_lower'] },
+      invitations_token_hash_key: { table: 'invitations', columns: ['token_hash'] },
       users_email_key: { table: 'users', columns: ['email_lower'] },
     })
   })

@@ -16,6 +16,7 @@ export const TABLES = [
   'event_sequence',
   'events',
   'idempotency_keys',
+  'invitations',
   'memberships',
   'sessions',
   'sign_in_failures',

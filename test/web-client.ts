@@ -67,3 +67,28 @@ export async function signUp(app: FastifyInstance, email: string, accountName = 
 
 /** The full key shown on a key-created page. */
 export const shownKey = (body: string): string | undefined => /value="([a-z0-9]+_live_[A-Za-z0-9]{32})"/.exec(body)?.[1]
+
+/**
+ * Makes `member` (signed in as `email`) a member of the owner's account as the web app does: the
+ * owner invites the email, the member opens the link and accepts. Returns the accept response.
+ */
+export async function inviteAndAccept(
+  owner: { client: WebClient; accountId: string },
+  member: WebClient,
+  email: string,
+  role: 'admin' | 'member' = 'member',
+): Promise<LightMyRequestResponse> {
+  await owner.client.get(`/app/${owner.accountId}/settings/members`)
+  const invited = await owner.client.post(`/app/${owner.accountId}/settings/members`, { email, role })
+  if (invited.statusCode !== 303) {
+    throw new Error(`invitation failed: ${invited.statusCode} ${invited.body.slice(0, 300)}`)
+  }
+  const shown = await owner.client.get(String(invited.headers.location))
+  const link = /id="invitation-link" type="text" readonly value="([^"]+)"/.exec(shown.body)?.[1]
+  if (!link) {
+    throw new Error('no invitation link shown')
+  }
+  const path = new URL(link).pathname
+  await member.get(path)
+  return member.post(`${path}/accept`, {})
+}

@@ -100,3 +100,23 @@ export async function listAudit(db: Kysely<Database>, accountId: string, limit: 
     detail: JSON.parse(row.detail) as Record<string, unknown>,
   }))
 }
+
+/**
+ * The person who issued the key, from the log: the actor of its `api_key.created` entry, or of the
+ * `api_key.rolled` entry that made it. Null when the command line issued it (or nothing is logged).
+ */
+export async function keyIssuedBy(db: Kysely<Database>, accountId: string, keyId: string): Promise<string | null> {
+  const row = await db
+    .selectFrom('audit_log')
+    .select('actor_user_id')
+    .where('account_id', '=', accountId)
+    .where((eb) =>
+      eb.or([
+        eb.and([eb('action', '=', 'api_key.created'), eb('target_id', '=', keyId)]),
+        // Key ids are [A-Z0-9_]: nothing in one is a LIKE wildcard.
+        eb.and([eb('action', '=', 'api_key.rolled'), eb('detail', 'like', `%"new_key_id":"${keyId}"%`)]),
+      ]),
+    )
+    .executeTakeFirst()
+  return row?.actor_user_id ?? null
+}

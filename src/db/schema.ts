@@ -10,6 +10,7 @@ import type {
 } from '../contacts/contacts.table.js'
 import type { EventSequenceTable, EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
+import type { InvitationsTable } from '../invitations/invitations.table.js'
 import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
 import type { WebhookDeliveriesTable, WebhookDispatchTable, WebhookEndpointsTable } from '../webhooks/webhooks.table.js'
 
@@ -25,6 +26,7 @@ export interface Database {
   users: UsersTable
   memberships: MembershipsTable
   sessions: SessionsTable
+  invitations: InvitationsTable
   api_key_usage: ApiKeyUsageTable
   idempotency_keys: IdempotencyKeysTable
   audit_log: AuditLogTable

@@ -8,6 +8,7 @@ const ID_PREFIXES = {
   auditEntry: 'aud',
   contact: 'con',
   event: 'evt',
+  invitation: 'inv',
   webhookEndpoint: 'we',
   webhookDelivery: 'wd',
   request: 'req',

@@ -58,7 +58,7 @@ describe('the log on standard output', () => {
 })
 
 describe('logs', () => {
-  it('never contain an API key, the Authorization header, or a session cookie', async () => {
+  it('never contain an API key, an invitation token, the Authorization header, or a session cookie', async () => {
     const t = await createTestHarness({ dialect: 'sqlite' })
     let captured = ''
     const stream = new Writable({
@@ -76,8 +76,13 @@ describe('logs', () => {
       await app.inject({ method: 'GET', url: `/api/v1/me?api_key=${acme.key}` })
       await app.inject({ method: 'GET', url: '/api/v1/contacts/%E0%A4%A', headers })
       await app.inject({ method: 'GET', url: '/sign-in', headers })
+      // An invitation link's token is a credential like a key (web/people.routes.ts).
+      const invitationToken = 'invitation-token-0123456789abcdefghijklmnopq'
+      await app.inject({ method: 'GET', url: `/invitations/${invitationToken}` })
       const lines = captured.trim().split('\n')
-      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(5)
+      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(6)
+      expect(captured).not.toContain(invitationToken)
+      expect(captured).toContain('/invitations/[REDACTED]')
       expect(captured).not.toContain(acme.key)
       expect(captured).not.toMatch(/service_live_[A-Za-z0-9]{32}/)
       expect(captured.toLowerCase()).not.toContain('authorization')

@@ -9,6 +9,10 @@ export const redactKeys = (text: string): string =>
   // The cheap test first: the pattern backtracks over every run of letters (a cursor is one long run).
   text.includes('_live_') ? text.replace(API_KEY, '[REDACTED]') : text
 
+/** A request's URL as logged: no API key, and no invitation link's token (web/people.routes.ts). */
+export const redactUrl = (url: string): string =>
+  redactKeys(url).replace(/^\/invitations\/[^/?]+/, '/invitations/[REDACTED]')
+
 export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   return {
     stream: stream ?? batchedStdout(),
@@ -18,7 +22,11 @@ export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): F
       censor: '[REDACTED]',
     },
     serializers: {
-      req: (req: { method: string; url: string }) => ({ method: req.method, url: redactKeys(req.url) }),
+      req: (req: { method: string; url: string }) => ({
+        method: req.method,
+        // An invitation link's token is a credential too (web/people.routes.ts).
+        url: redactUrl(req.url),
+      }),
     },
   }
 }

@@ -100,3 +100,61 @@ export async function listMembers(db: Db, accountId: string): Promise<Member[]> 
     .orderBy('memberships.created_at')
     .execute()
 }
+
+export type MemberChange =
+  | { ok: true }
+  /** The person is not a member of this account. */
+  | { ok: false; code: 'not_found' }
+  /** The change would leave the account without an owner. */
+  | { ok: false; code: 'last_owner' }
+
+/**
+ * Gives a member another role, or removes them (`role` null). Refused when it would leave the
+ * account with no owner. Removal takes effect on the person's next request: every page reads the
+ * memberships afresh (request-context.ts), so their sessions no longer open this account.
+ */
+export async function changeMembership(
+  db: Kysely<Database>,
+  accountId: string,
+  userId: string,
+  role: Role | null,
+): Promise<MemberChange> {
+  return inTransaction(db, async (trx): Promise<MemberChange> => {
+    // Locks the account's row on PostgreSQL so that two owners demoting each other at once cannot
+    // both see the other still an owner (SQLite serializes writers anyway).
+    await trx
+      .updateTable('accounts')
+      .set((eb) => ({ name: eb.ref('name') }))
+      .where('id', '=', accountId)
+      .execute()
+    const owners = await trx
+      .selectFrom('memberships')
+      .select('user_id')
+      .where('account_id', '=', accountId)
+      .where('role', '=', 'owner')
+      .execute()
+    const current = await trx
+      .selectFrom('memberships')
+      .select('role')
+      .where('account_id', '=', accountId)
+      .where('user_id', '=', userId)
+      .executeTakeFirst()
+    if (!current) {
+      return { ok: false, code: 'not_found' }
+    }
+    if (current.role === 'owner' && role !== 'owner' && owners.length <= 1) {
+      return { ok: false, code: 'last_owner' }
+    }
+    if (role === null) {
+      await trx.deleteFrom('memberships').where('account_id', '=', accountId).where('user_id', '=', userId).execute()
+    } else {
+      await trx
+        .updateTable('memberships')
+        .set({ role })
+        .where('account_id', '=', accountId)
+        .where('user_id', '=', userId)
+        .execute()
+    }
+    return { ok: true }
+  })
+}

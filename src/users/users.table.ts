@@ -23,6 +23,10 @@ export interface SessionsTable {
   user_id: string
   created_at: string
   expires_at: string
+  /** Updated at most once a minute (sessions.store.ts), for the sessions page. */
+  last_seen_at: string | null
+  /** The browser's User-Agent when the session was last seen, cut to 300 characters. */
+  user_agent: string | null
 }
 
 /** A failed sign-in, counted against its key for the sign-in throttle (src/rate-limit/sign-in-throttle.ts). */

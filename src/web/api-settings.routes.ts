@@ -6,11 +6,12 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import { findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
+import { type ApiKey, findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { type AuditActor, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, listAudit } from '../audit/audit.js'
+import { type AuditActor, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, keyIssuedBy, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
+import { can } from '../users/roles.js'
 import { FormBody, formValues } from './forms.js'
 import {
   apiSettingsPage,
@@ -102,7 +103,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       listAudit(db, account.id, 10),
       canManageWebhooks(role) ? listAccountEndpoints(db, account.id) : undefined,
     ])
-    return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess: role !== 'member' }
+    return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess: can(role, 'full_keys') }
   }
 
   async function findKeyOr404(accountId: string, keyId: string) {
@@ -122,6 +123,20 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
         `This account has made ${KEY_CHANGES_PER_HOUR} key changes in the last hour; try again in ${Math.ceil(wait / 60)} min.`,
         { headers: { 'retry-after': String(wait) } },
       )
+    }
+  }
+
+  /**
+   * A member revokes or rolls only read-only keys they issued themselves (users/roles.ts): never a
+   * full-access key, nor a read-only key someone else's integration depends on.
+   */
+  async function refuseMemberUnlessOwnReadOnly(request: FastifyRequest, key: ApiKey): Promise<void> {
+    const { role, user, account } = accountContext(request)
+    if (can(role, 'full_keys')) {
+      return
+    }
+    if (key.scopes.includes('write') || (await keyIssuedBy(db, account.id, key.id)) !== user.id) {
+      throw new AppError('insufficient_scope', 'Members can revoke and roll only the read-only keys they created.')
     }
   }
 
@@ -200,6 +215,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { account } = accountContext(request)
       const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      await refuseMemberUnlessOwnReadOnly(request, apiKey)
       const { rows } = await keyRows(account.id, deps.clock.now())
       const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
       return render(request, reply, (c) => revokeConfirmPage(c, { accountId: account.id, key: apiKey, requests }))
@@ -212,9 +228,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { account } = accountContext(request)
       const key = await findKeyOr404(account.id, request.params.keyId)
-      if (key.apiKey.scopes.includes('write')) {
-        refuseMemberFullAccess(request)
-      }
+      await refuseMemberUnlessOwnReadOnly(request, key.apiKey)
       const now = deps.clock.now()
       // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
       if (key.apiKey.revoked_at === null) {
@@ -232,9 +246,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { account } = accountContext(request)
       const old = await findKeyOr404(account.id, request.params.keyId)
-      if (old.apiKey.scopes.includes('write')) {
-        refuseMemberFullAccess(request)
-      }
+      await refuseMemberUnlessOwnReadOnly(request, old.apiKey)
       const { overlap, confirm } = formValues(request, ROLL_KEY_FIELDS)
       const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
@@ -261,7 +273,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
  * and send every contact change to a URL of theirs through the API.
  */
 function refuseMemberFullAccess(request: FastifyRequest): void {
-  if (accountContext(request).role === 'member') {
+  if (!can(accountContext(request).role, 'full_keys')) {
     throw new AppError('insufficient_scope', 'Members can create and manage read-only keys only.')
   }
 }

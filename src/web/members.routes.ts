@@ -1,75 +1,225 @@
-// Members of an account: the owner adds people who have signed up, by email.
+// Settings and Settings → Members. Everyone in an account sees the Settings page; only owners see
+// and change its members: invitations (a single-use link the owner passes on, DESIGN §11), roles,
+// removal. The form answers alike whether or not the email has signed up: an invitation works for
+// either.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
-import { addMembership, findUserIdByEmail, listMembers } from '../users/users.store.js'
-import { FormBody, formValues, UrlencodedValue } from './forms.js'
-import { membersPage } from './pages/members-page.js'
+import { AppError } from '../http/errors.js'
+import {
+  createInvitation,
+  INVITATIONS_PER_HOUR,
+  invitationRetryAfter,
+  listPendingInvitations,
+  revokeInvitation,
+} from '../invitations/invitations.store.js'
+import { normalizeEmail } from '../lib/email.js'
+import { clientKey } from '../rate-limit/client-key.js'
+import { can, isRole } from '../users/roles.js'
+import { changeMembership, listMembers } from '../users/users.store.js'
+import { FormBody, formValues } from './forms.js'
+import { invitationCreatedPage, membersPage, removeMemberConfirmPage } from './pages/members-page.js'
+import { settingsPage } from './pages/settings-pages.js'
+import { requirePermission } from './permissions.js'
 import type { Page, Render } from './render.js'
-import { AccountParams, accountContext } from './request-context.js'
+import { accountContext } from './request-context.js'
+import { createSecretOnce } from './secret-once.js'
+import type { CookieOptions } from './session.js'
 
-const MembersQuery = Type.Object({ added: UrlencodedValue })
-const ADD_MEMBER_FIELDS = ['email'] as const
-const AddMemberForm = FormBody(ADD_MEMBER_FIELDS)
+// A Map, so a prototype name (`?notice=constructor`) is no notice.
+const NOTICES = new Map([
+  ['revoked', 'The invitation was revoked: its link no longer works.'],
+  ['role', 'The role was changed.'],
+  ['removed', 'The member was removed.'],
+  ['link-shown', 'An invitation link is shown only once. If it was lost, invite the same email again.'],
+  ['last-owner', 'An account keeps at least one owner: make someone else owner first.'],
+])
+
+const MembersQuery = Type.Object({ notice: Type.Optional(Type.String()) })
+const MemberParams = Type.Object({ userId: Type.String({ maxLength: 100 }) })
+const InvitationParams = Type.Object({ invitationId: Type.String({ maxLength: 100 }) })
+const INVITE_FIELDS = ['email', 'role'] as const
+const InviteForm = FormBody(INVITE_FIELDS)
+const ROLE_FIELDS = ['role'] as const
+const RoleForm = FormBody(ROLE_FIELDS)
+const EmptyForm = FormBody([])
 
 export const membersRoutes: FastifyPluginAsyncTypebox<{
-  deps: Pick<Deps, 'database' | 'clock'>
+  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret'>
   render: Render
-}> = async (app, { deps, render }) => {
+  cookieOptions: CookieOptions
+}> = async (app, { deps, render, cookieOptions }) => {
+  app.get('/settings', async (request, reply) => {
+    const { account, role } = accountContext(request)
+    return render(request, reply, (c) =>
+      settingsPage(c, { accountId: account.id, canManageMembers: can(role, 'members') }),
+    )
+  })
+
+  // Members had no Settings section before; its old address still leads there.
+  app.get('/members', async (request, reply) =>
+    reply.redirect(`/app/${accountContext(request).account.id}/settings/members`, 301),
+  )
+
+  await app.register(async (owners) => {
+    owners.addHook(
+      'preHandler',
+      requirePermission(render, 'members', 'Only owners of this account see and change its members.'),
+    )
+    await owners.register(ownerRoutes, { deps, render, cookieOptions })
+  })
+}
+
+const ownerRoutes: FastifyPluginAsyncTypebox<{
+  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret'>
+  render: Render
+  cookieOptions: CookieOptions
+}> = async (app, { deps, render, cookieOptions }) => {
   const { db } = deps.database
+  const base = (accountId: string) => `/app/${accountId}/settings/members`
+  const createdPath = (accountId: string, id: string) => `${base(accountId)}/invitations/${id}/created`
+  // The link is a secret: shown once, on the page the POST redirects to (like a new API key).
+  const linkOnce = createSecretOnce(deps.secret, cookieOptions)
 
   const page = async (
     accountId: string,
-    canAdd: boolean,
-    form: { email?: string; error?: string; notice?: string } = {},
+    userId: string,
+    form: { email?: string; role?: string; error?: string; notice?: string } = {},
   ): Promise<Page> => {
-    const members = await listMembers(db, accountId)
-    return (context) => membersPage(context, { accountId, members, canAdd, ...form })
+    const now = deps.clock.now()
+    const [members, invitations] = await Promise.all([
+      listMembers(db, accountId),
+      listPendingInvitations(db, accountId, now),
+    ])
+    return (context) => membersPage(context, { accountId, userId, members, invitations, ...form })
+  }
+
+  async function findMemberOr404(accountId: string, userId: string) {
+    const member = (await listMembers(db, accountId)).find((m) => m.id === userId)
+    if (!member) {
+      throw new AppError('not_found', 'No such member in this account.')
+    }
+    return member
   }
 
   app.get(
     '/settings/members',
-    { schema: { params: AccountParams, querystring: MembersQuery } },
+    { schema: { querystring: MembersQuery }, attachValidation: true },
     async (request, reply) => {
-      const { account, role } = accountContext(request)
-      const notice = request.query.added === '1' ? 'Member added.' : undefined
-      return render(request, reply, await page(account.id, role === 'owner', { notice }))
+      const { account, user } = accountContext(request)
+      const notice = NOTICES.get(request.query.notice ?? '')
+      return render(request, reply, await page(account.id, user.id, notice ? { notice } : {}))
+    },
+  )
+
+  app.post('/settings/members', { schema: { body: InviteForm }, attachValidation: true }, async (request, reply) => {
+    const { account, user } = accountContext(request)
+    const values = formValues(request, INVITE_FIELDS)
+    const email = normalizeEmail(values.email)
+    const role = values.role
+    if (!email || (role !== 'admin' && role !== 'member')) {
+      const error = email ? 'Choose the role from the list.' : 'Enter an email address, like name@example.com.'
+      return render(request, reply, await page(account.id, user.id, { ...values, error }), 400)
+    }
+    const now = deps.clock.now()
+    const client = clientKey(request.ip)
+    const wait = await invitationRetryAfter(db, account.id, client, now)
+    if (wait > 0) {
+      throw new AppError(
+        'rate_limited',
+        `At most ${INVITATIONS_PER_HOUR} invitations an hour may be sent from this account or this address; try again in ${Math.ceil(wait / 60)} min.`,
+        { headers: { 'retry-after': String(wait) } },
+      )
+    }
+    const { invitation, token } = await createInvitation(db, account.id, {
+      email,
+      role,
+      invitedBy: user.id,
+      clientKey: client,
+      now,
+    })
+    const target = createdPath(account.id, invitation.id)
+    linkOnce.put(request, reply, target, invitation.id, `${deps.config.appUrl}/invitations/${token}`, now)
+    return reply.redirect(target, 303)
+  })
+
+  app.get(
+    '/settings/members/invitations/:invitationId/created',
+    { schema: { params: InvitationParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const now = deps.clock.now()
+      const invitation = (await listPendingInvitations(db, account.id, now)).find(
+        (i) => i.id === request.params.invitationId,
+      )
+      const link =
+        invitation && linkOnce.take(request, reply, createdPath(account.id, invitation.id), invitation.id, now)
+      if (!invitation || link === undefined) {
+        return reply.redirect(`${base(account.id)}?notice=link-shown`, 303)
+      }
+      return render(request, reply, (c) => invitationCreatedPage(c, { accountId: account.id, invitation, link }))
     },
   )
 
   app.post(
-    '/settings/members',
-    { schema: { params: AccountParams, body: AddMemberForm }, attachValidation: true },
+    '/settings/members/invitations/:invitationId/revoke',
+    { schema: { params: InvitationParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account, role } = accountContext(request)
-      if (role !== 'owner') {
-        return render(request, reply, await page(account.id, false, { error: 'Only owners can add members.' }), 403)
+      const { account } = accountContext(request)
+      if (!(await revokeInvitation(db, account.id, request.params.invitationId, deps.clock.now()))) {
+        throw new AppError('not_found', 'No pending invitation of that id.')
       }
-      const { email } = formValues(request, ADD_MEMBER_FIELDS)
-      const userId = await findUserIdByEmail(db, email)
-      if (!userId) {
-        return render(
-          request,
-          reply,
-          await page(account.id, true, { email, error: 'No one has signed up with this email yet.' }),
-          400,
-        )
+      return reply.redirect(`${base(account.id)}?notice=revoked`, 303)
+    },
+  )
+
+  app.post(
+    '/settings/members/:userId/role',
+    { schema: { params: MemberParams, body: RoleForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account, user } = accountContext(request)
+      const { role } = formValues(request, ROLE_FIELDS)
+      if (!isRole(role)) {
+        return render(request, reply, await page(account.id, user.id, { error: 'Choose the role from the list.' }), 400)
       }
-      try {
-        await addMembership(db, account.id, userId, 'member', deps.clock.now())
-      } catch (error) {
-        if (!isUniqueViolation(error)) {
-          throw error
+      const result = await changeMembership(db, account.id, request.params.userId, role)
+      if (!result.ok) {
+        if (result.code === 'not_found') {
+          throw new AppError('not_found', 'No such member in this account.')
         }
-        return render(
-          request,
-          reply,
-          await page(account.id, true, { email, error: 'This person is already a member.' }),
-          409,
-        )
+        return render(request, reply, await page(account.id, user.id, { notice: NOTICES.get('last-owner') }), 409)
       }
-      return reply.redirect(`/app/${account.id}/settings/members?added=1`, 303)
+      // An owner who made themselves admin or member can no longer see this page.
+      const self = request.params.userId === user.id && role !== 'owner'
+      return reply.redirect(self ? `/app/${account.id}/settings` : `${base(account.id)}?notice=role`, 303)
+    },
+  )
+
+  app.get(
+    '/settings/members/:userId/remove',
+    { schema: { params: MemberParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account, user } = accountContext(request)
+      const member = await findMemberOr404(account.id, request.params.userId)
+      return render(request, reply, (c) =>
+        removeMemberConfirmPage(c, { accountId: account.id, member, self: member.id === user.id }),
+      )
+    },
+  )
+
+  app.post(
+    '/settings/members/:userId/remove',
+    { schema: { params: MemberParams, body: EmptyForm }, attachValidation: true },
+    async (request, reply) => {
+      const { account, user } = accountContext(request)
+      const result = await changeMembership(db, account.id, request.params.userId, null)
+      if (!result.ok) {
+        if (result.code === 'not_found') {
+          throw new AppError('not_found', 'No such member in this account.')
+        }
+        return render(request, reply, await page(account.id, user.id, { notice: NOTICES.get('last-owner') }), 409)
+      }
+      return reply.redirect(request.params.userId === user.id ? '/app' : `${base(account.id)}?notice=removed`, 303)
     },
   )
 }

@@ -35,7 +35,7 @@ export function loadSessionUser(scope: FastifyInstance, db: Db, clock: Clock): v
   scope.addHook('onRequest', async (request) => {
     const token = request.cookies[SESSION_COOKIE]
     if (token) {
-      const user = await findSessionUser(db, token, clock.now())
+      const user = await findSessionUser(db, token, clock.now(), request.headers['user-agent'])
       if (user) {
         stateOf(request).user = user
       }

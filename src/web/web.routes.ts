@@ -16,6 +16,7 @@ import { contactsPagesRoutes } from './contacts-pages.routes.js'
 import { formField } from './forms.js'
 import { membersRoutes } from './members.routes.js'
 import { errorPage } from './pages/layout.js'
+import { peopleRoutes } from './people.routes.js'
 import { createRender } from './render.js'
 import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
 import { crossOriginReason, originOf, SAFE_METHODS } from './same-origin.js'
@@ -159,6 +160,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   app.get('/', async (request, reply) => reply.redirect(sessionUser(request) ? '/app' : '/sign-in'))
 
   await app.register(authRoutes, { deps, render, cookieOptions })
+  await app.register(peopleRoutes, { deps, render })
 
   await app.register(
     async (signedIn) => {
@@ -176,7 +178,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           await accountScope.register(webhooksSettingsRoutes, { deps, render, cookieOptions })
           await accountScope.register(contactsPagesRoutes, { deps, render })
           await accountScope.register(contactsCsvRoutes, { deps, render })
-          await accountScope.register(membersRoutes, { deps, render })
+          await accountScope.register(membersRoutes, { deps, render, cookieOptions })
         },
         { prefix: '/:accountId' },
       )

@@ -441,11 +441,12 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     const owner = await signUp(t.app, 'hooks-owner@example.com', 'Hooks Co')
     const { endpointId } = await addEndpoint(owner.client, owner.accountId)
     const member = await signUp(t.app, 'hooks-member@example.com', 'Member Co')
-    await owner.client.get(`/app/${owner.accountId}/settings/members`)
-    expect(
-      (await owner.client.post(`/app/${owner.accountId}/settings/members`, { email: 'hooks-member@example.com' }))
-        .statusCode,
-    ).toBe(303)
+    const memberUser = await t.db
+      .selectFrom('users')
+      .select('id')
+      .where('email_lower', '=', 'hooks-member@example.com')
+      .executeTakeFirstOrThrow()
+    await addMembership(t.db, owner.accountId, memberUser.id, 'member', clock.now())
 
     const page = await member.client.get(settings(owner.accountId))
     expect(page.statusCode).toBe(200)

@@ -12,6 +12,7 @@ import type { Db } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { EVENT_TYPES } from '../events/events.js'
 import { AppError } from '../http/errors.js'
+import { can } from '../users/roles.js'
 import { toDelivery, type WebhookDelivery } from '../webhooks/deliveries.js'
 import { findDelivery, listDeliveryRows } from '../webhooks/deliveries.store.js'
 import {
@@ -51,7 +52,7 @@ import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
 
 /** Owners and admins manage webhooks; members work with contacts only (DESIGN §11). */
-export const canManageWebhooks = (role: AccountContext['role']): boolean => role === 'owner' || role === 'admin'
+export const canManageWebhooks = (role: AccountContext['role']): boolean => can(role, 'webhooks')
 
 /** The account's endpoints (at most ENDPOINTS_PER_ACCOUNT_MAX), oldest first. */
 export async function listAccountEndpoints(db: Db, accountId: string): Promise<WebhookEndpoint[]> {

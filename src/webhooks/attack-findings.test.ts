@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
-import { shownKey, signUp } from '../../test/web-client.js'
+import { inviteAndAccept, shownKey, signUp } from '../../test/web-client.js'
 import type { Resolver } from './webhook-url.js'
 
 const BASE = '/api/v1/webhook_endpoints'
@@ -34,10 +34,7 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
   it('a member cannot create a full-access key, so cannot manage webhooks through the API', async () => {
     const owner = await signUp(t.app, 'attack-owner@example.com', 'Owner Co')
     const member = await signUp(t.app, 'attack-member@example.com', 'Member Co')
-    await owner.client.get(`/app/${owner.accountId}/settings/members`)
-    const added = await owner.client.post(`/app/${owner.accountId}/settings/members`, {
-      email: 'attack-member@example.com',
-    })
+    const added = await inviteAndAccept(owner, member.client, 'attack-member@example.com')
     expect(added.statusCode).toBe(303)
 
     await member.client.get(`/app/${owner.accountId}/settings/api`)

@@ -9,7 +9,7 @@ export interface PageContext {
   memberships?: AccountMembership[]
   account?: Account
   /** Which section the header marks as current. */
-  section?: 'contacts' | 'api' | 'members'
+  section?: 'contacts' | 'settings' | 'api' | 'members'
 }
 
 export function layout(title: string, context: PageContext, body: Html): Html {
@@ -30,8 +30,7 @@ export function layout(title: string, context: PageContext, body: Html): Html {
     account
       ? html`<nav aria-label="Sections">
     <a href="/app/${account.id}/contacts" ${context.section === 'contacts' ? html`aria-current="page"` : ''}>Contacts</a>
-    <a href="/app/${account.id}/settings/api" ${context.section === 'api' ? html`aria-current="page"` : ''}>Settings · API &amp; Webhooks</a>
-    <a href="/app/${account.id}/settings/members" ${context.section === 'members' ? html`aria-current="page"` : ''}>Members</a>
+    <a href="/app/${account.id}/settings" ${context.section && context.section !== 'contacts' ? html`aria-current="page"` : ''}>Settings</a>
   </nav>`
       : html`<nav></nav>`
   }
