@@ -3,7 +3,7 @@
 // worker and the retention purges, and reads the events feed; every statement it sends to
 // PostgreSQL is captured at the driver and checked. A statement on a distributed table must carry
 // an equality on its distribution column (Citus routes it to one shard), unless it is one of the
-// global queries listed by name in test/citus-global-queries.ts.
+// global queries listed by name in test/citus-statements.ts.
 import { PGlite } from '@electric-sql/pglite'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -25,8 +25,11 @@ const postgresDialects = testDialects().filter((dialect) => dialect !== 'sqlite'
 
 /**
  * Captures every statement text the app sends, at the two drivers' query methods (node-postgres
- * for the server, PGlite in process), for the phase named by `phase.now`. What it cannot see:
- * nothing bypasses these methods in our code, but a statement's parameters are not kept.
+ * for the server, PGlite in process), for the phase named by `phase.now`. It sees what reaches
+ * those methods while it is installed: src/db/database.ts binds each new connection's `query` when
+ * the connection opens, after this, so the named statements come through too (the capture test
+ * below fails if a change ever hides them). It does not see PGlite's `exec` (only the harness's
+ * TRUNCATE uses it), the parameters' values, or code paths the session does not run.
  */
 function captureStatements() {
   const statements: Statement[] = []
