@@ -83,6 +83,11 @@ export interface GlobalQuery {
 const both: TestDialect[] = ['pglite', 'postgres']
 const text = (pattern: RegExp) => (statement: Statement) => pattern.test(normalize(statement.text))
 
+/**
+ * The statements on distributed tables that cannot name one account. Sign-in by email and the
+ * session lookups are not here: they read `users` and `sessions`, reference tables that every
+ * node holds whole, so they never leave the node they arrive at.
+ */
 export const GLOBAL_QUERIES: GlobalQuery[] = [
   {
     name: 'key-digest lookup',
