@@ -85,10 +85,12 @@ describe('the sharding rules on a hand-made catalog', () => {
       { name: 'event_sequence', hasAccountId: false },
       { name: 'webhook_dispatch', hasAccountId: false },
       tenant('api_keys'),
+      tenant('invitations'),
       tenant('notes'),
     ],
     keys: [
       { name: 'api_keys_key_hash_key', kind: 'unique index', table: 'api_keys', columns: ['key_hash'] },
+      { name: 'invitations_token_hash_key', kind: 'unique index', table: 'invitations', columns: ['token_hash'] },
       {
         name: 'notes_account_fk',
         kind: 'foreign key',

@@ -52,6 +52,8 @@ export const NON_TENANT_TABLES: Record<string, { placement: Placement; reason: s
 export const UNIQUE_WITHOUT_TENANT: Record<string, string> = {
   api_keys_key_hash_key:
     'the key-digest lookup finds the account of a request (DESIGN §4); on Citus it moves to the reference table api_key_digests (docs/scale-out.md)',
+  invitations_token_hash_key:
+    'an invitation link carries only its token, so the link is resolved by digest across accounts; on Citus it moves to a reference table of digests like api_key_digests, or the link names its account (docs/scale-out.md)',
 }
 
 export const TENANT_COLUMN = 'account_id'

@@ -297,7 +297,7 @@ async function webSession(t: TestHarness): Promise<void> {
     [`${app}/contacts/new`, `${app}/contacts`, { email: 'web@example.com', first_name: 'Web', tags: 'a, b' }],
     [`${app}/settings/api`, `${app}/settings/api/keys`, { name: 'Web key', scope: 'full', expires: 'never' }],
     [`${app}/settings/api/webhooks/new`, `${app}/settings/api/webhooks`, { url: 'http://127.0.0.1:9/x', events: '*' }],
-    [`${app}/settings/members`, `${app}/settings/members`, { email: 'member@example.com' }],
+    [`${app}/settings/members`, `${app}/settings/members`, { email: 'member@example.com', role: 'member' }],
     [`/app/accounts/new`, `/app/accounts`, { name: 'Second' }],
   ]
   for (const [page, url, fields] of posts) {

@@ -119,6 +119,26 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
     ),
   },
   {
+    name: 'accounts a person owns',
+    source: 'countOwnedAccounts (src/accounts/owned-accounts.ts): MAX_ACCOUNTS_PER_PERSON at sign-up and "new account"',
+    reason: "a person's accounts are spread over every account, found by their user id",
+    onCitus: 'a multi-shard count on memberships; once per account creation',
+    dialects: both,
+    matches: text(/^select count\(\*\) as count from memberships where user_id = \$1 and role = \$2$/),
+  },
+  {
+    name: 'invitations sent from one address',
+    source:
+      'the invitation throttle (src/invitations/invitations.store.ts): 20 an hour per client address across accounts',
+    reason: 'an abuser inviting from many accounts is counted by address, not by account',
+    onCitus:
+      'a multi-shard top-1 per invitation sent; or a per-address counter in Redis or a coordinator table, as the sign-in throttle keeps its counts',
+    dialects: both,
+    matches: text(
+      /^select created_at from invitations where client_key_hash = \$1 and created_at > \$2 order by created_at desc limit \$3$/,
+    ),
+  },
+  {
     name: 'any account yet',
     source: 'hasAnyAccount (src/accounts/accounts.store.ts): `serve` at start',
     reason: 'a fresh install says how to make a first account',
