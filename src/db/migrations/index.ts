@@ -9,3 +9,4 @@ export * as m20261123T140000_sign_in_failures from './20261123T140000-sign-in-fa
 export * as m20261124T094444_event_feed_position from './20261124T094444-event-feed-position.js'
 export * as m20261124T110000_webhooks from './20261124T110000-webhooks.js'
 export * as m20261124T121123_contact_counts from './20261124T121123-contact-counts.js'
+export * as m20261124T134246_contact_imports from './20261124T134246-contact-imports.js'

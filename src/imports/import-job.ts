@@ -1,0 +1,188 @@
+// One CSV import job, run by the import runner: check the whole file first (nothing is written
+// if any row is bad), then write it in short transactions, each with its rows' events and the
+// job's progress, so other tenants' requests run between them (DESIGN §10).
+//
+// A crash mid-write leaves *everything*, not nothing: the job stays `writing`, its lease runs
+// out, and a runner (this process after a restart, or another instance) resumes it from
+// `rows_written`, which each chunk's transaction moved on with its rows. Every row is written
+// exactly once (the fence in updateImport), so no event is repeated; rows are upserts by email,
+// so what was already written is not written again.
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import type { Kysely } from 'kysely'
+import { contactCount } from '../contacts/contact-count.js'
+import { type ImportError, type ImportRow, parseContactsCsv, sliceYielder } from '../contacts/contacts.csv-import.js'
+import { countNewEmails, type ImportSummary, importContacts } from '../contacts/contacts.import.js'
+import { ruleErrors } from '../contacts/contacts.messages.js'
+import { retryOnConflict } from '../contacts/contacts.store.js'
+import type { Database } from '../db/schema.js'
+import { AppError } from '../http/errors.js'
+import type { Clock } from '../lib/clock.js'
+import { findImport, findImportFile, type ImportChange, updateImport } from './imports.store.js'
+
+export interface ImportJobDeps {
+  db: Kysely<Database>
+  clock: Clock
+  maxContactsPerAccount: number
+  leaseMs: number
+  /** Rows per write transaction (tests make it small to stop a job mid-write). */
+  chunkRows: number
+}
+
+/**
+ * Rows per write transaction. On SQLite a transaction holds the one connection (and, the driver
+ * being synchronous, the event loop) until it commits: 50 upserts with their tags, terms and
+ * events took about 3–5 ms (docs/csv-import.md), the "few milliseconds" of DESIGN §10.
+ */
+export const WRITE_CHUNK_ROWS = 50
+
+/** Problems kept with a failed job and shown on its page; the rest are counted. */
+const ERRORS_KEPT = 200
+
+/** The job was stopped (shutdown) or taken over by another runner: leave it as it is. */
+export class ImportInterrupted extends Error {}
+
+export async function runImport(
+  deps: ImportJobDeps,
+  accountId: string,
+  id: string,
+  signal: AbortSignal,
+): Promise<void> {
+  const { db, clock } = deps
+  const job = await findImport(db, accountId, id)
+  const file = await findImportFile(db, accountId, id)
+  if (!job || job.state === 'done' || job.state === 'failed') {
+    return
+  }
+  const now = () => clock.now().toISOString()
+  const lease = () => new Date(clock.now().getTime() + deps.leaseMs).toISOString()
+  const update = (change: ImportChange) => updateImport(db, accountId, id, { ...change, updated_at: now() })
+  const fail = (errors: ImportError[]) =>
+    update({
+      state: 'failed',
+      error_count: errors.length,
+      errors: JSON.stringify(errors.slice(0, ERRORS_KEPT)),
+      file: null,
+      lease_expires_at: null,
+      finished_at: now(),
+    })
+  const pause = sliceYielder()
+  const checkpoint = async () => {
+    await pause()
+    if (signal.aborted) {
+      throw new ImportInterrupted('stopped')
+    }
+  }
+
+  const resuming = job.state === 'writing'
+  if (!resuming) {
+    await update({ state: 'validating', lease_expires_at: lease() })
+  }
+  const parsed = await parseContactsCsv(
+    file ?? new Uint8Array(),
+    async (checked, total) => {
+      if (!resuming) {
+        await update({ rows_validated: checked, rows_total: total, lease_expires_at: lease() })
+      }
+      await checkpoint()
+    },
+    checkpoint,
+  )
+  if (!parsed.ok) {
+    await fail(parsed.errors)
+    return
+  }
+  const rows = parsed.rows
+  if (!resuming) {
+    const quota = await quotaProblem(deps, accountId, rows, checkpoint)
+    if (quota) {
+      await fail([quota])
+      return
+    }
+    await update({ state: 'writing', rows_total: rows.length, lease_expires_at: lease() })
+  }
+
+  let written = job.rows_written
+  while (written < rows.length) {
+    const chunk = rows.slice(written, written + deps.chunkRows)
+    const from = written
+    let summary: ImportSummary
+    try {
+      summary = await retryOnConflict(
+        db,
+        async (trx) => {
+          const at = now()
+          const summary = await importContacts(trx, accountId, chunk, at, { replaceCustomFields: true })
+          const moved = await updateImport(
+            trx,
+            accountId,
+            id,
+            {
+              rows_written: from + chunk.length,
+              created: job.created + summary.created,
+              updated: job.updated + summary.updated,
+              unchanged: job.unchanged + summary.unchanged,
+              lease_expires_at: lease(),
+              updated_at: at,
+            },
+            from,
+          )
+          if (!moved) {
+            throw new ImportInterrupted('taken over by another runner')
+          }
+          return summary
+        },
+        'The contacts are being changed by other requests.',
+      )
+    } catch (error) {
+      // A row the merge with the stored contact made invalid: the rows before it stay written.
+      const described = ruleErrors(error)
+      if (described) {
+        const index = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
+        const row = Number.isNaN(index) ? 0 : from + index + 2
+        await fail(described.map((e) => ({ row, ...e })))
+        return
+      }
+      throw error
+    }
+    job.created += summary.created
+    job.updated += summary.updated
+    job.unchanged += summary.unchanged
+    written = from + chunk.length
+    // Always yield between chunks: each transaction is a slice of its own.
+    await nextTurn()
+    if (signal.aborted) {
+      throw new ImportInterrupted('stopped')
+    }
+  }
+  await update({ state: 'done', file: null, lease_expires_at: null, finished_at: now() })
+}
+
+/**
+ * MAX_CONTACTS_PER_ACCOUNT, checked before the first write so that an import over it writes
+ * nothing. Contacts created by others while the job writes are not counted here: the account
+ * can end over the quota by at most this import's new contacts (docs/csv-import.md).
+ */
+async function quotaProblem(
+  deps: ImportJobDeps,
+  accountId: string,
+  rows: ImportRow[],
+  checkpoint: () => Promise<void>,
+): Promise<ImportError | undefined> {
+  let created = 0
+  for (let i = 0; i < rows.length; i += LOOKUP_ROWS) {
+    created += await countNewEmails(deps.db, accountId, rows.slice(i, i + LOOKUP_ROWS))
+    await checkpoint()
+  }
+  const count = await contactCount(deps.db, accountId)
+  if (count + created <= deps.maxContactsPerAccount) {
+    return undefined
+  }
+  return {
+    row: 0,
+    field: 'file',
+    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} contacts, and the account has ${count.toLocaleString('en')} of its limit of ${deps.maxContactsPerAccount.toLocaleString('en')}. Delete some contacts or import fewer.`,
+  }
+}
+
+/** Emails looked up per query while checking the quota (a yield between queries). */
+const LOOKUP_ROWS = 500
