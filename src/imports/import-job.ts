@@ -17,7 +17,7 @@ import { retryOnConflict } from '../contacts/contacts.store.js'
 import type { Database } from '../db/schema.js'
 import { AppError } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
-import { findImport, findImportFile, type ImportChange, updateImport } from './imports.store.js'
+import { deleteImportFile, findImport, findImportFile, type ImportChange, updateImport } from './imports.store.js'
 
 export interface ImportJobDeps {
   db: Kysely<Database>
@@ -29,11 +29,14 @@ export interface ImportJobDeps {
 }
 
 /**
- * Rows per write transaction. On SQLite a transaction holds the one connection (and, the driver
- * being synchronous, the event loop) until it commits: 50 upserts with their tags, terms and
- * events took about 3–5 ms (docs/csv-import.md), the "few milliseconds" of DESIGN §10.
+ * A write transaction's length: on SQLite it holds the one connection (and, the driver being
+ * synchronous, the event loop) until it commits, so it takes batches of WRITE_BATCH_ROWS until it
+ * has run this long (the "few milliseconds" of DESIGN §10), and at most WRITE_CHUNK_ROWS rows.
  */
-export const WRITE_CHUNK_ROWS = 50
+const WRITE_SLICE_MS = 4
+/** Rows upserted per importContacts call (one email lookup each) inside a write transaction. */
+const WRITE_BATCH_ROWS = 10
+export const WRITE_CHUNK_ROWS = 500
 
 /** Problems kept with a failed job and shown on its page; the rest are counted. */
 const ERRORS_KEPT = 200
@@ -56,15 +59,16 @@ export async function runImport(
   const now = () => clock.now().toISOString()
   const lease = () => new Date(clock.now().getTime() + deps.leaseMs).toISOString()
   const update = (change: ImportChange) => updateImport(db, accountId, id, { ...change, updated_at: now() })
-  const fail = (errors: ImportError[]) =>
-    update({
+  const fail = async (errors: ImportError[]) => {
+    await update({
       state: 'failed',
       error_count: errors.length,
       errors: JSON.stringify(errors.slice(0, ERRORS_KEPT)),
-      file: null,
       lease_expires_at: null,
       finished_at: now(),
     })
+    await deleteImportFile(db, accountId, id)
+  }
   const pause = sliceYielder()
   const checkpoint = async () => {
     await pause()
@@ -103,21 +107,35 @@ export async function runImport(
 
   let written = job.rows_written
   while (written < rows.length) {
-    const chunk = rows.slice(written, written + deps.chunkRows)
     const from = written
-    let summary: ImportSummary
+    let batchFrom = from
+    let chunk: { summary: ImportSummary; end: number }
     try {
-      summary = await retryOnConflict(
+      chunk = await retryOnConflict(
         db,
         async (trx) => {
           const at = now()
-          const summary = await importContacts(trx, accountId, chunk, at, { replaceCustomFields: true })
+          const started = performance.now()
+          const summary: ImportSummary = { created: 0, updated: 0, unchanged: 0 }
+          const last = Math.min(rows.length, from + deps.chunkRows)
+          let end = from
+          // Batches until the transaction has run WRITE_SLICE_MS: on SQLite it holds the loop and
+          // the database meanwhile, so its length is bounded in time, whatever the rows cost.
+          while (end < last && (end === from || performance.now() - started < WRITE_SLICE_MS)) {
+            batchFrom = end
+            const batch = rows.slice(end, Math.min(end + WRITE_BATCH_ROWS, last))
+            const done = await importContacts(trx, accountId, batch, at, { replaceCustomFields: true })
+            summary.created += done.created
+            summary.updated += done.updated
+            summary.unchanged += done.unchanged
+            end += batch.length
+          }
           const moved = await updateImport(
             trx,
             accountId,
             id,
             {
-              rows_written: from + chunk.length,
+              rows_written: end,
               created: job.created + summary.created,
               updated: job.updated + summary.updated,
               unchanged: job.unchanged + summary.unchanged,
@@ -129,32 +147,33 @@ export async function runImport(
           if (!moved) {
             throw new ImportInterrupted('taken over by another runner')
           }
-          return summary
+          return { summary, end }
         },
         'The contacts are being changed by other requests.',
       )
     } catch (error) {
-      // A row the merge with the stored contact made invalid: the rows before it stay written.
+      // A row the merge with the stored contact made invalid: the chunks before it stay written.
       const described = ruleErrors(error)
       if (described) {
         const index = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
-        const row = Number.isNaN(index) ? 0 : from + index + 2
+        const row = Number.isNaN(index) ? 0 : batchFrom + index + 2
         await fail(described.map((e) => ({ row, ...e })))
         return
       }
       throw error
     }
-    job.created += summary.created
-    job.updated += summary.updated
-    job.unchanged += summary.unchanged
-    written = from + chunk.length
+    job.created += chunk.summary.created
+    job.updated += chunk.summary.updated
+    job.unchanged += chunk.summary.unchanged
+    written = chunk.end
     // Always yield between chunks: each transaction is a slice of its own.
     await nextTurn()
     if (signal.aborted) {
       throw new ImportInterrupted('stopped')
     }
   }
-  await update({ state: 'done', file: null, lease_expires_at: null, finished_at: now() })
+  await update({ state: 'done', lease_expires_at: null, finished_at: now() })
+  await deleteImportFile(db, accountId, id)
 }
 
 /**

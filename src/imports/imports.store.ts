@@ -7,13 +7,14 @@ import type { Db } from '../db/transaction.js'
 import type { ContactImportsTable, ImportState } from './imports.table.js'
 
 /** A job as a page shows it (the file left out). */
-export type ImportJob = Omit<ContactImportsTable, 'file' | 'errors' | 'lease_expires_at'> & { errors: ImportError[] }
+export type ImportJob = Omit<ContactImportsTable, 'errors' | 'lease_expires_at'> & { errors: ImportError[] }
 
 // Literal, not bound values: SQLite uses a partial index only when the query's condition is the index's.
 const UNFINISHED = sql<boolean>`state in ('queued', 'validating', 'writing')`
 
 export const isFinished = (state: ImportState): boolean => state === 'done' || state === 'failed'
 
+/** The job and its file: run it in a transaction (the route does). */
 export async function insertImport(
   db: Db,
   accountId: string,
@@ -26,7 +27,6 @@ export async function insertImport(
       id: job.id,
       state: 'queued',
       file_name: job.fileName,
-      file: job.file,
       rows_total: null,
       rows_validated: 0,
       rows_written: 0,
@@ -40,6 +40,10 @@ export async function insertImport(
       updated_at: job.now,
       finished_at: null,
     })
+    .execute()
+  await db
+    .insertInto('contact_import_files')
+    .values({ account_id: accountId, import_id: job.id, data: job.file })
     .execute()
 }
 
@@ -96,12 +100,17 @@ export async function findImport(db: Db, accountId: string, id: string): Promise
 
 export async function findImportFile(db: Db, accountId: string, id: string): Promise<Uint8Array | undefined> {
   const row = await db
-    .selectFrom('contact_imports')
-    .select('file')
+    .selectFrom('contact_import_files')
+    .select('data')
     .where('account_id', '=', accountId)
-    .where('id', '=', id)
+    .where('import_id', '=', id)
     .executeTakeFirst()
-  return row?.file ?? undefined
+  return row?.data
+}
+
+/** A job that ended keeps no file. */
+export async function deleteImportFile(db: Db, accountId: string, id: string): Promise<void> {
+  await db.deleteFrom('contact_import_files').where('account_id', '=', accountId).where('import_id', '=', id).execute()
 }
 
 /**
@@ -165,7 +174,6 @@ export type ImportChange = Partial<
     | 'errors'
     | 'lease_expires_at'
     | 'finished_at'
-    | 'file'
   >
 >
 

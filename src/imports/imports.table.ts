@@ -7,8 +7,6 @@ export interface ContactImportsTable {
   id: string
   state: ImportState
   file_name: string
-  /** The upload, kept until the job ends (null after). */
-  file: Uint8Array | null
   /** Known once the file is parsed. */
   rows_total: number | null
   rows_validated: number
@@ -29,3 +27,10 @@ export interface ContactImportsTable {
 
 export const IMPORT_STATES = ['queued', 'validating', 'writing', 'done', 'failed'] as const
 export type ImportState = (typeof IMPORT_STATES)[number]
+
+/** The uploaded file of an unfinished job (deleted when it ends). */
+export interface ContactImportFilesTable {
+  account_id: string
+  import_id: string
+  data: Uint8Array
+}

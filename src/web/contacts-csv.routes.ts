@@ -6,6 +6,7 @@ import { Type } from '@sinclair/typebox'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import { IMPORT_MAX_BYTES, IMPORT_MAX_ROWS } from '../contacts/contacts.csv-import.js'
 import { isUniqueViolation } from '../db/dialect.js'
+import { inTransaction } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import {
@@ -114,12 +115,14 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     }
     const id = newId('contactImport')
     try {
-      await insertImport(db, account.id, {
-        id,
-        fileName: fileName.slice(0, FILE_NAME_MAX),
-        file,
-        now: at.toISOString(),
-      })
+      await inTransaction(db, (trx) =>
+        insertImport(trx, account.id, {
+          id,
+          fileName: fileName.slice(0, FILE_NAME_MAX),
+          file,
+          now: at.toISOString(),
+        }),
+      )
     } catch (error) {
       if (!isUniqueViolation(error)) {
         throw error
