@@ -614,6 +614,30 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       expect(bobRow).toMatchObject({ first_name: "'-1+2", last_name: "''=already" })
     })
 
+    it('yields to the event loop between export pages (SQLite reads a page synchronously)', async () => {
+      for (let i = 0; i < 6; i++) {
+        await seed(s, { email: `yield${i}@example.com` })
+      }
+      // Counts the event loop's turns while the export is read: without a yield between pages the
+      // whole export ran in microtasks, and no other request was served until it ended.
+      let turns = 0
+      let reading = true
+      const turn = () => {
+        if (reading) {
+          turns++
+          setImmediate(turn)
+        }
+      }
+      setImmediate(turn)
+      let pages = 0
+      for await (const _ of exportContactsCsv(t.db, s.accountId, 1)) {
+        pages++
+      }
+      reading = false
+      expect(pages).toBeGreaterThanOrEqual(7)
+      expect(turns).toBeGreaterThanOrEqual(pages - 2)
+    })
+
     it('streams the export page by page in creation order', async () => {
       const res = await exportCsv()
       let small = ''
