@@ -97,6 +97,20 @@ describe('loadConfig', () => {
     expect(problemsOf({ [name]: raw })).toHaveLength(1)
   })
 
+  it('CSV import settings: defaults, values, and every problem at once', () => {
+    expect(loadConfig({}).imports).toEqual({ concurrency: 2, perHour: 20 })
+    expect(loadConfig({ IMPORT_CONCURRENCY: '4', IMPORTS_PER_HOUR: '100', IMPORT_LEASE_MS: '2000' }).imports).toEqual({
+      concurrency: 4,
+      perHour: 100,
+      leaseMs: 2000,
+    })
+    expect(problemsOf({ IMPORT_CONCURRENCY: '0', IMPORTS_PER_HOUR: '1e3', IMPORT_LEASE_MS: '999' })).toEqual([
+      'IMPORT_CONCURRENCY must be an integer from 1 to 32 (got "0")',
+      'IMPORTS_PER_HOUR must be an integer from 1 to 10000 (got "1e3")',
+      'IMPORT_LEASE_MS must be an integer from 1000 to 600000 (got "999")',
+    ])
+  })
+
   it('lists every problem at once', () => {
     expect(
       problemsOf({

@@ -41,6 +41,12 @@ export interface Config {
   readonly maxAccountsPerPerson: number
   /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
   readonly requestTimeoutMs: number
+  /**
+   * CSV imports (src/imports/): IMPORT_CONCURRENCY jobs at once per process, IMPORTS_PER_HOUR per
+   * account; IMPORT_LEASE_MS (the process tests shorten it): how long a crashed process's job waits
+   * before it is resumed. Undefined: the default (import-runner.ts, 15 s).
+   */
+  readonly imports: { readonly concurrency: number; readonly perHour: number; readonly leaseMs?: number }
   /** METRICS_TOKEN: a scrape of /metrics brings it as a bearer token; unset, only local direct scrapes are answered. */
   readonly metricsToken: string | undefined
 }
@@ -170,6 +176,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const signUpsPerHour = integer('SIGN_UPS_PER_HOUR', 10, 0, RATE_LIMIT_MAX)
   const maxAccountsPerPerson = integer('MAX_ACCOUNTS_PER_PERSON', 10, 1, 10_000)
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000)
+  const imports = {
+    // Each running import takes a share of one core between requests; 2 leaves the rest to serving.
+    concurrency: integer('IMPORT_CONCURRENCY', 2, 1, 32),
+    perHour: integer('IMPORTS_PER_HOUR', 20, 1, 10_000),
+    ...(env.IMPORT_LEASE_MS ? { leaseMs: integer('IMPORT_LEASE_MS', 15_000, 1000, 600_000) } : {}),
+  }
   const metricsToken = env.METRICS_TOKEN || undefined
   if (metricsToken !== undefined && metricsToken.length < 16) {
     problems.push('METRICS_TOKEN must be at least 16 characters')
@@ -197,6 +209,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     signUpsPerHour,
     maxAccountsPerPerson,
     requestTimeoutMs,
+    imports: Object.freeze(imports),
     metricsToken,
   })
 }

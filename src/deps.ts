@@ -17,6 +17,7 @@ import {
 } from './api-keys/key-verifier.js'
 import type { Config } from './config.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
+import { createImportRunner, type ImportRunner } from './imports/import-runner.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
@@ -37,6 +38,8 @@ export interface Deps {
   readonly redis: Redis | undefined
   /** Signs cursors and CSRF tokens: config.secret, or the one kept in the SQLite data dir. */
   readonly secret: string
+  /** Runs CSV import jobs off the request path (src/imports/); `serve` starts its polling. */
+  readonly imports: ImportRunner
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
@@ -97,6 +100,13 @@ export function createDeps(
     metrics,
     redis,
     secret,
+    imports: createImportRunner({
+      db: database.db,
+      clock,
+      maxConcurrent: config.imports.concurrency,
+      maxContactsPerAccount: config.maxContactsPerAccount,
+      ...(config.imports.leaseMs === undefined ? {} : { leaseMs: config.imports.leaseMs }),
+    }),
     webhooks: {
       db: database.db,
       secretKey: webhookSecretKey(secret),
@@ -128,6 +138,7 @@ export function createDeps(
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  await deps.imports.stop()
   await deps.keyVerifier.close()
   await deps.keyRevocations.close()
   deps.redis?.disconnect()

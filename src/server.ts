@@ -50,6 +50,10 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     throw error
   }
   const worker = role === 'worker' || config.webhooks.worker ? deliveryWorker(deps, app) : undefined
+  if (role === 'serve') {
+    // CSV imports left unfinished by a crash resume here (src/imports/import-job.ts).
+    deps.imports.start((error, job) => app.log.error({ err: error, import: job }, 'CSV import failed'))
+  }
   // Expired idempotency keys, sign-in failures, web sessions, and events and deliveries past EVENT_RETENTION_DAYS
   // are purged at start and then hourly (events and deliveries in batches: see purgeExpiredEvents).
   const purge = () =>
@@ -69,7 +73,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
   const close = () => {
     // app.close() stops accepting, lets in-flight requests finish, then we close the database.
     clearInterval(purgeTimer)
-    closing ??= Promise.all([app.close(), worker?.stop()]).then(() => closeDeps(deps))
+    closing ??= Promise.all([app.close(), worker?.stop(), deps.imports.stop()]).then(() => closeDeps(deps))
     return closing
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {

@@ -349,6 +349,8 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_tags: ['account_id', 'tag', 'contact_id'],
       contact_terms: ['account_id', 'term', 'contact_id'],
       contact_counts: ['account_id', 'shard'],
+      contact_imports: ['account_id', 'id'],
+      contact_import_files: ['account_id', 'import_id'],
       events: ['account_id', 'id'],
       event_sequence: ['name'],
       webhook_endpoints: ['account_id', 'id'],
@@ -370,6 +372,8 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       contact_tags: [['account_id', 'contact_id']],
       contact_terms: [['account_id', 'contact_id']],
       contact_counts: [['account_id']],
+      contact_imports: [['account_id']],
+      contact_import_files: [['account_id', 'import_id']],
       events: [['account_id']],
       event_sequence: [],
       webhook_endpoints: [['account_id']],
@@ -380,6 +384,7 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },
       contacts_account_email_key: { table: 'contacts', columns: ['account_id', 'email_lower'] },
       invitations_token_hash_key: { table: 'invitations', columns: ['token_hash'] },
+      contact_imports_one_unfinished_key: { table: 'contact_imports', columns: ['account_id'] },
       users_email_key: { table: 'users', columns: ['email_lower'] },
     })
   })

@@ -10,6 +10,8 @@ export const TABLES = [
   'api_keys',
   'audit_log',
   'contact_counts',
+  'contact_import_files',
+  'contact_imports',
   'contact_tags',
   'contact_terms',
   'contacts',

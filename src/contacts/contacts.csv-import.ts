@@ -1,5 +1,8 @@
-// The CSV import's parsing: a whole file checked row by row, every problem listed by row and column.
-import { CsvError, parse } from 'csv-parse/sync'
+// The CSV import's parsing: a whole file checked row by row, every problem listed by row, column
+// and value. Asynchronous in short slices (decode, parse, check), yielding to the event loop
+// between them, so a 10,000-row file never holds the loop for more than a few milliseconds.
+import { setImmediate as nextTurn } from 'node:timers/promises'
+import { CsvError, parse } from 'csv-parse'
 import type { FieldError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { CSV_COLUMNS, type CsvColumn, TAG_SEPARATOR } from './contacts.csv-export.js'
@@ -19,48 +22,96 @@ export interface ImportError {
   row: number
   field: string
   message: string
+  /** The cell as the file has it (absent for a problem of the whole file). */
+  value?: string
 }
 
-export type ParsedImport =
-  | { ok: true; rows: Array<ContactInput & { email: string }> }
-  | { ok: false; errors: ImportError[] }
+export type ImportRow = ContactInput & { email: string }
+
+export type ParsedImport = { ok: true; rows: ImportRow[] } | { ok: false; errors: ImportError[] }
 
 const fileError = (message: string): ParsedImport => ({ ok: false, errors: [{ row: 0, field: 'file', message }] })
 
-function decodeUtf8(buffer: Buffer): string | undefined {
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(buffer)
-  } catch {
-    return undefined
+/**
+ * Bytes handed to the decoder and the parser at a time: about 1 ms of csv-parse work, so a slice
+ * and the checks that follow it stay well inside SLICE_MS.
+ */
+const FEED_BYTES = 32 * 1024
+/** The longest stretch of work between two yields to the event loop (DESIGN §10: a few ms). */
+const SLICE_MS = 3
+
+/** Yields to the event loop (other requests' I/O) once SLICE_MS of work has passed since the last yield. */
+export function sliceYielder(sliceMs = SLICE_MS): () => Promise<void> {
+  let since = performance.now()
+  return async () => {
+    if (performance.now() - since >= sliceMs) {
+      await nextTurn()
+      since = performance.now()
+    }
   }
+}
+
+/** The file's records (header first), read SLICE_MS at a time; a file problem as a ParsedImport. */
+async function readRecords(buffer: Uint8Array, pause: () => Promise<void>): Promise<string[][] | ParsedImport> {
+  const decoder = new TextDecoder('utf-8', { fatal: true })
+  // Header + the maximum + one, to tell "too many" without reading further.
+  const parser = parse({ bom: true, skip_empty_lines: true, to: IMPORT_MAX_ROWS + 2 })
+  const records: string[][] = []
+  let failure: unknown
+  parser.on('readable', () => {
+    for (let record: string[] | null = parser.read(); record !== null; record = parser.read()) {
+      records.push(record)
+    }
+  })
+  parser.on('error', (error) => {
+    failure ??= error
+  })
+  const ended = new Promise<void>((resolve) => {
+    parser.on('end', resolve)
+    parser.on('error', () => resolve())
+  })
+  try {
+    for (let at = 0; at < buffer.length && failure === undefined; at += FEED_BYTES) {
+      const end = Math.min(at + FEED_BYTES, buffer.length)
+      const text = decoder.decode(buffer.subarray(at, end), { stream: end < buffer.length })
+      if (records.length > IMPORT_MAX_ROWS + 1) {
+        break
+      }
+      parser.write(text)
+      await pause()
+    }
+    decoder.decode()
+  } catch {
+    parser.destroy()
+    return fileError('The file is not UTF-8 text: save it as “CSV UTF-8” and try again.')
+  }
+  parser.end()
+  await ended
+  if (failure instanceof CsvError) {
+    return fileError(`The file is not valid CSV: ${failure.message}. Fix the file and import it again.`)
+  }
+  if (failure !== undefined) {
+    throw failure
+  }
+  return records
 }
 
 /**
  * Parses and validates a whole file: the header names known columns and includes email; every
  * row must pass the upsert schema and the contact rules. Either every row is good (ok) or
- * nothing is imported and every problem is listed.
+ * nothing is imported and every problem is listed. `onProgress` hears the rows checked so far.
  */
-export function parseContactsCsv(buffer: Buffer): ParsedImport {
+export async function parseContactsCsv(
+  buffer: Uint8Array,
+  onProgress: (rowsChecked: number, rowsTotal: number) => Promise<void> = async () => {},
+  pause: () => Promise<void> = sliceYielder(),
+): Promise<ParsedImport> {
   if (buffer.length > IMPORT_MAX_BYTES) {
     return fileError(`The file is larger than ${IMPORT_MAX_BYTES / 1024 / 1024} MiB: split it into smaller files.`)
   }
-  const text = decodeUtf8(buffer)
-  if (text === undefined) {
-    return fileError('The file is not UTF-8 text: save it as “CSV UTF-8” and try again.')
-  }
-  let records: string[][]
-  try {
-    records = parse(text, {
-      bom: true,
-      skip_empty_lines: true,
-      // Header + the maximum + one, to tell "too many" without reading further.
-      to: IMPORT_MAX_ROWS + 2,
-    }) as string[][]
-  } catch (error) {
-    if (error instanceof CsvError) {
-      return fileError(`The file is not valid CSV: ${error.message}. Fix the file and import it again.`)
-    }
-    throw error
+  const records = await readRecords(buffer, pause)
+  if (!Array.isArray(records)) {
+    return records
   }
   const [header, ...body] = records
   if (!header) {
@@ -80,9 +131,15 @@ export function parseContactsCsv(buffer: Buffer): ParsedImport {
         row: 1,
         field: name || `column ${i + 1}`,
         message: `Rename or remove this column: the known columns are ${CSV_COLUMNS.join(', ')}.`,
+        value: header[i] ?? '',
       })
     } else if (columns.indexOf(name) !== i) {
-      headerErrors.push({ row: 1, field: name, message: 'Remove the second column with this name.' })
+      headerErrors.push({
+        row: 1,
+        field: name,
+        message: 'Remove the second column with this name.',
+        value: header[i] ?? '',
+      })
     }
   })
   if (!columns.includes('email')) {
@@ -100,9 +157,14 @@ export function parseContactsCsv(buffer: Buffer): ParsedImport {
   }
 
   const errors: ImportError[] = []
-  const rows: Array<ContactInput & { email: string }> = []
+  const rows: ImportRow[] = []
   const firstRowOfEmail = new Map<string, number>()
-  body.forEach((record, i) => {
+  const cellOf = (record: string[], field: string): string => {
+    const column = field.split(/[.[]/)[0] ?? field
+    const i = columns.indexOf(column)
+    return i < 0 ? '' : (record[i] ?? '')
+  }
+  for (const [i, record] of body.entries()) {
     const rowNumber = i + 2
     const { input, errors: cellErrors } = rowInput(columns as CsvColumn[], record)
     const rowErrors = [...cellErrors, ...(cellErrors.length === 0 ? checkContactInput(input, 'upsert') : [])]
@@ -119,13 +181,21 @@ export function parseContactsCsv(buffer: Buffer): ParsedImport {
       }
     }
     if (rowErrors.length > 0) {
-      errors.push(...rowErrors.map((e) => ({ row: rowNumber, ...e })))
+      errors.push(...rowErrors.map((e) => ({ row: rowNumber, ...e, value: cellOf(record, e.field) })))
     } else {
-      rows.push(input as ContactInput & { email: string })
+      rows.push(input as ImportRow)
     }
-  })
+    if ((i + 1) % PROGRESS_EVERY === 0) {
+      await onProgress(i + 1, body.length)
+    }
+    await pause()
+  }
+  await onProgress(body.length, body.length)
   return errors.length > 0 ? { ok: false, errors } : { ok: true, rows }
 }
+
+/** Rows checked between two progress reports. */
+const PROGRESS_EVERY = 1000
 
 /**
  * One record as an input. A column the file has sets the field; an empty cell clears it

@@ -1,5 +1,6 @@
-// The bulk import: many contacts upserted by email in the caller's one transaction (all or none).
-import type { Trx } from '../db/transaction.js'
+// The bulk import: many contacts upserted by email in the caller's transaction (the CSV import job
+// calls it once per chunk of rows, src/imports/import-job.ts).
+import type { Db, Trx } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
@@ -61,9 +62,15 @@ export async function importContacts(
   return summary
 }
 
+/** How many of the rows' emails no contact of the account has yet: the contacts an import would create. */
+export async function countNewEmails(db: Db, accountId: string, rows: Array<{ email: string }>): Promise<number> {
+  const found = await findContactIdsByEmail(db, accountId, rows)
+  return new Set(rows.map((row) => emailKey(row.email))).size - found.size
+}
+
 /** The ids of the account's contacts that have the rows' emails, by emailKey. */
 async function findContactIdsByEmail(
-  trx: Trx,
+  trx: Db,
   accountId: string,
   rows: Array<{ email: string }>,
 ): Promise<Map<string, string>> {

@@ -7,6 +7,7 @@ const ID_PREFIXES = {
   apiKey: 'key',
   auditEntry: 'aud',
   contact: 'con',
+  contactImport: 'imp',
   event: 'evt',
   invitation: 'inv',
   webhookEndpoint: 'we',

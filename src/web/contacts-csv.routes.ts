@@ -1,30 +1,37 @@
 // CSV export and import of an account's contacts under /app/:accountId/contacts: the export streams
-// every contact; the import is all or nothing and reports each problem by row and column.
+// every contact; an upload is stored as an import job (src/imports/) and the browser is sent to
+// the job's page, which shows its progress and then its result or each problem by row and column.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { enforceContactQuota } from '../contacts/contact-count.js'
+import { Type } from '@sinclair/typebox'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
-import {
-  IMPORT_MAX_BYTES,
-  IMPORT_MAX_ROWS,
-  type ImportError,
-  parseContactsCsv,
-} from '../contacts/contacts.csv-import.js'
-import { type ImportSummary, importContacts } from '../contacts/contacts.import.js'
-import { ruleErrors } from '../contacts/contacts.messages.js'
-import { retryOnConflict } from '../contacts/contacts.store.js'
+import { IMPORT_MAX_BYTES, IMPORT_MAX_ROWS } from '../contacts/contacts.csv-import.js'
+import { isUniqueViolation } from '../db/dialect.js'
+import { inTransaction } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
-import { importPage } from './pages/contacts-pages.js'
+import {
+  countImportsSince,
+  findImport,
+  findUnfinishedImportId,
+  insertImport,
+  isFinished,
+} from '../imports/imports.store.js'
+import { newId } from '../lib/ids.js'
+import { importJobPage, importPage } from './pages/import-pages.js'
 import type { Render } from './render.js'
 import { accountContext } from './request-context.js'
 import { isValidCsrf } from './session.js'
+
+const ImportParams = Type.Object({ importId: Type.String() })
+const FILE_NAME_MAX = 200
+/** Seconds between reloads of a running import's page (the Refresh header: no script, CSP intact). */
+const REFRESH_S = 2
 
 export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: Render }> = async (
   app,
   { deps, render },
 ) => {
   const { db } = deps.database
-  const now = () => deps.clock.now().toISOString()
 
   app.get('/contacts/export.csv', async (request, reply) => {
     const { account } = accountContext(request)
@@ -60,6 +67,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     // The token must come before the file, so the file is read only for a genuine form.
     let csrf: unknown
     let file: Buffer | undefined
+    let fileName = 'file.csv'
     let refused = false
     try {
       for await (const part of request.parts()) {
@@ -74,6 +82,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
           const content = await part.toBuffer()
           if (part.fieldname === 'file' && file === undefined) {
             file = content
+            fileName = part.filename || fileName
           }
         }
       }
@@ -96,35 +105,56 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       return refuse(400, 'Choose a CSV file to import: the file was missing or empty.')
     }
 
-    const parsed = parseContactsCsv(file)
-    const report = (errors: ImportError[]) => render(request, reply, (c) => importPage(c, { ...view, errors }), 400)
-    if (!parsed.ok) {
-      return report(parsed.errors)
+    const at = deps.clock.now()
+    const hourAgo = new Date(at.getTime() - 3600_000).toISOString()
+    if ((await countImportsSince(db, account.id, hourAgo)) >= deps.config.imports.perHour) {
+      return refuse(
+        429,
+        `This account has started ${deps.config.imports.perHour} imports in the last hour, its limit: try again later.`,
+      )
     }
-    let result: ImportSummary
+    const id = newId('contactImport')
     try {
-      const at = now()
-      result = await retryOnConflict(
-        db,
-        async (trx) => {
-          const summary = await importContacts(trx, account.id, parsed.rows, at, { replaceCustomFields: true })
-          if (summary.created > 0) {
-            // All or nothing, like the rest of the import: past the quota, nothing is written.
-            await enforceContactQuota(trx, account.id, deps.config.maxContactsPerAccount)
-          }
-          return summary
-        },
-        'The contacts are being changed by other requests; retry shortly.',
+      await inTransaction(db, (trx) =>
+        insertImport(trx, account.id, {
+          id,
+          fileName: fileName.slice(0, FILE_NAME_MAX),
+          file,
+          now: at.toISOString(),
+        }),
       )
     } catch (error) {
-      const described = ruleErrors(error)
-      const row = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
-      if (described) {
-        return report(described.map((e) => ({ row: Number.isNaN(row) ? 0 : row + 2, ...e })))
+      if (!isUniqueViolation(error)) {
+        throw error
       }
-      throw error
+      // One unfinished import per account (a partial unique index): the file is not kept.
+      const runningId = await findUnfinishedImportId(db, account.id)
+      return render(
+        request,
+        reply,
+        (c) =>
+          importPage(c, {
+            ...view,
+            formError: 'Another import of this account is still running: wait until it is over, then import this file.',
+            ...(runningId ? { runningId } : {}),
+          }),
+        409,
+      )
     }
-    return render(request, reply, (c) => importPage(c, { ...view, result }))
+    deps.imports.wake()
+    return reply.redirect(`/app/${account.id}/contacts/imports/${id}`, 303)
+  })
+
+  app.get('/contacts/imports/:importId', { schema: { params: ImportParams } }, async (request, reply) => {
+    const { account } = accountContext(request)
+    const job = await findImport(db, account.id, request.params.importId)
+    if (!job) {
+      throw new AppError('not_found', 'No import with this id exists in this account.')
+    }
+    if (!isFinished(job.state)) {
+      reply.header('refresh', String(REFRESH_S))
+    }
+    return render(request, reply, (c) => importJobPage(c, { ...importView(account.id), job }))
   })
 }
 

@@ -78,6 +78,9 @@ describe.skipIf(!browserAvailable())('contacts in Chromium', () => {
     await page.getByRole('link', { name: 'Import CSV' }).click()
     await page.getByLabel('CSV file').setInputFiles(file)
     await page.getByRole('button', { name: 'Import' }).click()
+    // The upload redirects to the job's page, which reloads itself (a Refresh header) until the job ends.
+    await page.waitForURL(/\/contacts\/imports\/imp_/)
+    await page.getByText('Import finished').waitFor({ timeout: 30_000 })
     const result = (await page.locator('main').textContent()) ?? ''
     expect(result).toMatch(/1\s+created/)
     expect(result).toMatch(/1\s+updated/)

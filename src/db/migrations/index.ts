@@ -10,4 +10,5 @@ export * as m20261124T094444_event_feed_position from './20261124T094444-event-f
 export * as m20261124T110000_webhooks from './20261124T110000-webhooks.js'
 export * as m20261124T121123_contact_counts from './20261124T121123-contact-counts.js'
 export * as m20261124T134207_invitations_and_session_activity from './20261124T134207-invitations-and-session-activity.js'
+export * as m20261124T134246_contact_imports from './20261124T134246-contact-imports.js'
 export * as m20261124T135240_idempotency_account_created from './20261124T135240-idempotency-account-created.js'

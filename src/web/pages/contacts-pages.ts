@@ -1,7 +1,5 @@
-// Contacts pages: the list with search and paging, the create / edit form, delete confirmation,
-// CSV import (form, error report, result).
-import type { ImportError } from '../../contacts/contacts.csv-import.js'
-import type { ImportSummary } from '../../contacts/contacts.import.js'
+// Contacts pages: the list with search and paging, the create / edit form, delete confirmation
+// (the CSV import's pages are in import-pages.ts).
 import { CONTACT_FIELDS, type Contact, type ContactField } from '../../contacts/contacts.schemas.js'
 import { type Html, html } from '../html.js'
 import { csrfInput, field, layout, type PageContext } from './layout.js'
@@ -29,9 +27,6 @@ const HINTS: Partial<Record<ContactFormField, string>> = {
   phone: 'international format, e.g. +44 1632 960961',
   tags: 'separated by commas, e.g. vip, newsletter',
 }
-
-/** Up to the page size of errors listed in an import report; the rest are counted. */
-const REPORT_MAX = 200
 
 const contactsUrl = (accountId: string) => `/app/${accountId}/contacts`
 
@@ -197,58 +192,6 @@ export function deleteContactPage(context: PageContext, data: { accountId: strin
 <p>The contact${data.contact.email ? html` <strong>${data.contact.email}</strong>` : ''} and its tags and custom fields will be deleted. This cannot be undone.</p>
 <form method="post" action="${base}/${data.contact.id}/delete">${csrfInput(context.csrf)}
 <p><button class="danger" type="submit">Delete contact</button> <a class="button secondary" href="${base}/${data.contact.id}">Cancel</a></p>
-</form></div>`,
-  )
-}
-
-export function importPage(
-  context: PageContext,
-  data: {
-    accountId: string
-    columns: readonly string[]
-    maxRows: number
-    maxMiB: number
-    /** Why the file was refused as a whole (too large, no file). */
-    formError?: string
-    /** Per-row problems: nothing was imported. */
-    errors?: ImportError[]
-    result?: ImportSummary
-  },
-): Html {
-  const base = contactsUrl(data.accountId)
-  const errors = data.errors ?? []
-  const { result } = data
-  return layout(
-    'Import contacts',
-    { ...context, section: 'contacts' },
-    html`<p><a href="${base}">← Contacts</a></p>
-<h1>Import contacts from CSV</h1>
-${
-  result
-    ? html`<div class="alert ok" role="status">Import finished: ${result.created} created, ${result.updated} updated, ${result.unchanged} unchanged.</div>
-<p><a class="button" href="${base}">Back to contacts</a></p>`
-    : ''
-}
-${data.formError ? html`<div class="alert error" role="alert">${data.formError}</div>` : ''}
-${
-  errors.length > 0
-    ? html`<div class="alert error" role="alert">Nothing was imported: ${errors.length} problem${errors.length === 1 ? '' : 's'} found. Fix ${errors.length === 1 ? 'it' : 'them'} in the file and import it again.</div>
-<div class="table-wrap"><table class="import-errors"><caption class="hint">Row numbers count the header as row 1, as a spreadsheet does.</caption>
-<thead><tr><th>Row</th><th>Column</th><th>What to fix</th></tr></thead><tbody>
-${errors.slice(0, REPORT_MAX).map((e) => html`<tr><td>${e.row === 0 ? 'file' : e.row}</td><td class="mono">${e.field}</td><td>${e.message}</td></tr>`)}
-${errors.length > REPORT_MAX ? html`<tr><td colspan="3" class="hint">…and ${errors.length - REPORT_MAX} more.</td></tr>` : ''}
-</tbody></table></div>`
-    : ''
-}
-<div class="card"><form method="post" action="${base}/import" enctype="multipart/form-data">
-${csrfInput(context.csrf)}
-<label for="f-file">CSV file <span class="hint">UTF-8, at most ${data.maxMiB} MiB and ${data.maxRows.toLocaleString('en')} rows</span></label>
-<input id="f-file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="import-help">
-<div id="import-help" class="hint">
-<p>The first row names the columns: those of the export (${data.columns.join(', ')}). <strong>email</strong> is required in every row: a contact with the same email is updated, others are created. id, created_at and updated_at are ignored; a column you leave out is left unchanged; an empty cell clears the field.</p>
-<p>Tags are separated by semicolons; custom_fields is a JSON object. Every row is checked first: if any row has a problem, nothing is imported.</p>
-</div>
-<p><button type="submit">Import</button> <a class="button secondary" href="${base}">Cancel</a></p>
 </form></div>`,
   )
 }

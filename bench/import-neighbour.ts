@@ -1,0 +1,262 @@
+// Noisy neighbour, CSV edition: tenant A loops 10,000-row CSV imports (about 4 MB each) through
+// the web app, then CSV exports, while tenant B reads GET /api/v1/contacts; prints B's p50/p99
+// idle and under each abuse, and the server's longest event-loop block in each phase (prom-client's
+// nodejs_eventloop_lag_max_seconds: perf_hooks monitorEventLoopDelay, reset at every scrape).
+//
+//   node --import tsx bench/import-neighbour.ts [--root DIR] [--imports 3] [--exports 3] [--database-url URL]
+//
+// --root runs the server of another checkout (e.g. /work/main, to measure before a change); the
+// script handles both answers to an upload: the synchronous import (200) and the job (303).
+import { type ChildProcess, spawn } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { createServer } from 'node:net'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+
+const { values: args } = parseArgs({
+  options: {
+    root: { type: 'string', default: process.cwd() },
+    imports: { type: 'string', default: '3' },
+    exports: { type: 'string', default: '3' },
+    rows: { type: 'string', default: '10000' },
+    'idle-seconds': { type: 'string', default: '5' },
+    'database-url': { type: 'string' },
+    /** Node flags for the server, space-separated (e.g. "--trace-gc" or "--cpu-prof --cpu-prof-dir=DIR"). */
+    'server-flags': { type: 'string', default: '' },
+  },
+})
+const root = path.resolve(args.root)
+const rows = Number(args.rows)
+
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const address = server.address()
+  await new Promise((resolve) => server.close(resolve))
+  return typeof address === 'object' && address ? address.port : 0
+}
+
+const dataDir = mkdtempSync(path.join(tmpdir(), 'import-neighbour-'))
+const port = await freePort()
+const base = `http://127.0.0.1:${port}`
+const env = {
+  ...process.env,
+  PORT: String(port),
+  DATABASE_URL: args['database-url'] ?? `sqlite:${path.join(dataDir, 'contacts.sqlite')}`,
+  SECRET: 'bench-secret-0123456789abcdef0123456789abcdef',
+  RATE_LIMIT_PER_SECOND: '0',
+  IMPORTS_PER_HOUR: '10000',
+  LOG_LEVEL: 'warn',
+}
+
+function cli(argv: string[], flags: string[] = []): ChildProcess {
+  return spawn(process.execPath, [...flags, '--import', 'tsx', 'src/main.ts', ...argv], {
+    cwd: root,
+    env,
+    stdio: 'pipe',
+  })
+}
+
+async function run(argv: string[]): Promise<string> {
+  const child = cli(argv)
+  let out = ''
+  child.stdout?.on('data', (chunk) => {
+    out += chunk
+  })
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  if (code !== 0) {
+    throw new Error(`${argv.join(' ')} exited ${code}: ${out}`)
+  }
+  return out
+}
+
+const server = cli(['serve'], args['server-flags'].split(' ').filter(Boolean))
+let serverLog = ''
+server.stdout?.on('data', (chunk) => {
+  serverLog += chunk
+})
+await new Promise<void>((resolve, reject) => {
+  let log = ''
+  const timer = setTimeout(() => reject(new Error(`no start: ${log}`)), 60_000)
+  const hear = (chunk: Buffer) => {
+    log += chunk
+    if (log.includes('listening on')) {
+      clearTimeout(timer)
+      resolve()
+    }
+  }
+  server.stdout?.on('data', hear)
+  server.stderr?.on('data', hear)
+})
+
+/** A cookie-keeping form client over fetch. */
+function webClient() {
+  const cookies = new Map<string, string>()
+  let last = ''
+  const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  const keep = async (res: Response) => {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';')
+      const [name = '', value = ''] = pair.split('=')
+      cookies.set(name, value)
+    }
+    const body = await res.text()
+    if ((res.headers.get('content-type') ?? '').startsWith('text/html')) {
+      last = body
+    }
+    return { status: res.status, body, location: res.headers.get('location'), refresh: res.headers.get('refresh') }
+  }
+  const csrf = () => /name="_csrf" value="([^"]*)"/.exec(last)?.[1] ?? ''
+  return {
+    get: async (p: string) => keep(await fetch(base + p, { headers: { cookie: cookie() }, redirect: 'manual' })),
+    post: async (p: string, fields: Record<string, string>) =>
+      keep(
+        await fetch(base + p, {
+          method: 'POST',
+          headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ _csrf: csrf(), ...fields }),
+          redirect: 'manual',
+        }),
+      ),
+    upload: async (p: string, name: string, content: string) => {
+      const form = new FormData()
+      form.append('_csrf', csrf())
+      form.append('file', new Blob([content], { type: 'text/csv' }), name)
+      return keep(
+        await fetch(base + p, { method: 'POST', headers: { cookie: cookie() }, body: form, redirect: 'manual' }),
+      )
+    },
+  }
+}
+
+// Tenant A: a person signed up in the web app. Tenant B: an account with an API key and 200 contacts.
+const a = webClient()
+await a.get('/sign-up')
+const signedUp = await a.post('/sign-up', {
+  email: 'a@example.com',
+  password: 'correct-horse-battery',
+  account_name: 'A',
+})
+const accountA = /\/app\/(acct_[0-9A-Z]+)\//.exec(signedUp.location ?? '')?.[1]
+if (!accountA) {
+  throw new Error(`sign-up failed: ${signedUp.status}`)
+}
+const keyB = (JSON.parse(await run(['accounts', 'create', '--name', 'B', '--json'])) as { api_key: { secret: string } })
+  .api_key.secret
+const authB = { authorization: `Bearer ${keyB}` }
+for (let i = 0; i < 200; i++) {
+  await fetch(`${base}/api/v1/contacts`, {
+    method: 'POST',
+    headers: { ...authB, 'content-type': 'application/json' },
+    body: JSON.stringify({ email: `b${i}@example.com`, first_name: `B ${i}`, tags: ['b'] }),
+  })
+}
+
+/** A file of `rows` new contacts, about 400 bytes a row (4 MB for 10,000). */
+function csvFile(round: number): string {
+  const lines = ['email,first_name,last_name,company,job_title,tags,custom_fields']
+  const pad = 'x'.repeat(180)
+  for (let i = 0; i < rows; i++) {
+    lines.push(
+      `a${round}-${i}@example.com,First ${i},Last ${i},Company ${i % 97},Title ${pad},tag${i % 7};bulk,"{""n"":${i},""note"":""${pad.slice(0, 60)}""}"`,
+    )
+  }
+  return lines.join('\n')
+}
+
+async function loopLag(): Promise<{ maxMs: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const max = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]
+  return { maxMs: Number(max) * 1000 }
+}
+
+/** B's sequential list reads (one every 5 ms at most) until `done` settles; latencies in ms. */
+async function measureB(done: Promise<unknown>): Promise<number[]> {
+  const samples: number[] = []
+  let over = false
+  done.finally(() => {
+    over = true
+  })
+  while (!over) {
+    const started = performance.now()
+    const res = await fetch(`${base}/api/v1/contacts?limit=50`, { headers: authB })
+    await res.arrayBuffer()
+    samples.push(performance.now() - started)
+    if (res.status !== 200) {
+      throw new Error(`B got ${res.status}`)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  return samples
+}
+
+const pct = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
+function summary(name: string, samples: number[], lag: { maxMs: number }, extra = '') {
+  const sorted = [...samples].sort((x, y) => x - y)
+  const line = `${name.padEnd(24)} B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms ${extra}`
+  console.log(line)
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+console.log(
+  `server: ${root} (${env.DATABASE_URL.startsWith('sqlite') ? 'SQLite' : 'PostgreSQL'}), ${rows} rows per import`,
+)
+await loopLag()
+summary('idle', await measureB(sleep(Number(args['idle-seconds']) * 1000)), await loopLag())
+
+async function importLoop(): Promise<string> {
+  const took: string[] = []
+  for (let round = 0; round < Number(args.imports); round++) {
+    const file = csvFile(round)
+    const started = performance.now()
+    await a.get(`/app/${accountA}/contacts/import`)
+    let res = await a.upload(`/app/${accountA}/contacts/import`, 'big.csv', file)
+    if (res.status === 303 && res.location) {
+      const job = res.location
+      do {
+        await sleep(100)
+        res = await a.get(job)
+      } while (res.refresh)
+    }
+    if (!res.body.includes('Import finished')) {
+      throw new Error(`import ${round} failed: ${res.status} ${res.body.slice(0, 500)}`)
+    }
+    took.push(`${((performance.now() - started) / 1000).toFixed(1)} s`)
+  }
+  return `(imports of ${(csvFile(0).length / 1e6).toFixed(1)} MB took ${took.join(', ')})`
+}
+await loopLag()
+const imports = importLoop()
+const underImport = await measureB(imports)
+summary('A importing', underImport, await loopLag(), await imports)
+
+async function exportLoop(): Promise<string> {
+  const took: string[] = []
+  for (let round = 0; round < Number(args.exports); round++) {
+    const started = performance.now()
+    const res = await a.get(`/app/${accountA}/contacts/export.csv`)
+    took.push(`${((performance.now() - started) / 1000).toFixed(1)} s, ${(res.body.length / 1e6).toFixed(1)} MB`)
+  }
+  return `(exports of ${rows * Number(args.imports)} contacts took ${took.join('; ')})`
+}
+await loopLag()
+const exports = exportLoop()
+summary('A exporting', await measureB(exports), await loopLag(), await exports)
+
+const gcPauses = [...serverLog.matchAll(/(Scavenge|Mark-Compact)[^\n]*?MB, ([\d.]+) \/ [\d.]+ ms/g)]
+  .map((m) => [m[1], Number(m[2])] as const)
+  .sort((x, y) => y[1] - x[1])
+if (gcPauses.length > 0) {
+  console.log(
+    `longest GC pauses (--trace-gc): ${gcPauses
+      .slice(0, 5)
+      .map(([kind, ms]) => `${kind} ${ms} ms`)
+      .join(', ')}`,
+  )
+}
+server.kill('SIGTERM')
+await new Promise((resolve) => server.once('exit', resolve))
+rmSync(dataDir, { recursive: true, force: true })

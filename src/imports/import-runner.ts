@@ -1,0 +1,119 @@
+// Runs CSV import jobs in the background, at most IMPORT_CONCURRENCY at once in this process:
+// woken when an upload is stored, and (once started by `serve`) polling for jobs left unfinished
+// by a crash or queued beyond the cap. Tests call drain() instead of sleeping.
+import type { Kysely } from 'kysely'
+import type { Database } from '../db/schema.js'
+import type { Clock } from '../lib/clock.js'
+import { ImportInterrupted, runImport, WRITE_CHUNK_ROWS } from './import-job.js'
+import { claimNextImport, releaseImport } from './imports.store.js'
+
+export interface ImportRunner {
+  /** Look for work now (an upload was stored, or a job ended). */
+  wake(): void
+  /** Resume unfinished jobs and poll for more (the serving process); `report` hears unexpected failures. */
+  start(report: (error: unknown, job: { accountId: string; id: string }) => void): void
+  /** Stops after each running job's current chunk; their leases are released for the next start. */
+  stop(): Promise<void>
+  /** Until no job is running or claimable: tests wait for imports with it. */
+  drain(): Promise<void>
+}
+
+export interface ImportRunnerOptions {
+  db: Kysely<Database>
+  clock: Clock
+  maxConcurrent: number
+  maxContactsPerAccount: number
+  /**
+   * How long a claimed job is held without progress before another runner may resume it. Each
+   * progress write renews it; a crashed process's jobs are resumed once it runs out.
+   */
+  leaseMs?: number
+  chunkRows?: number
+  pollMs?: number
+}
+
+export const IMPORT_LEASE_MS = 15_000
+const POLL_MS = 2000
+
+export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
+  const { db, clock, maxConcurrent } = options
+  const jobDeps = {
+    db,
+    clock,
+    maxContactsPerAccount: options.maxContactsPerAccount,
+    leaseMs: options.leaseMs ?? IMPORT_LEASE_MS,
+    chunkRows: options.chunkRows ?? WRITE_CHUNK_ROWS,
+  }
+  const running = new Map<string, Promise<void>>()
+  const stopping = new AbortController()
+  let filling: Promise<void> | undefined
+  let again = false
+  let timer: NodeJS.Timeout | undefined
+  let report: (error: unknown, job: { accountId: string; id: string }) => void = () => {}
+
+  async function fill(): Promise<void> {
+    while (!stopping.signal.aborted && running.size < maxConcurrent) {
+      const job = await claimNextImport(db, clock.now(), jobDeps.leaseMs)
+      if (!job) {
+        return
+      }
+      const key = `${job.accountId}/${job.id}`
+      const run = runImport(jobDeps, job.accountId, job.id, stopping.signal)
+        .catch(async (error: unknown) => {
+          // Interrupted or failed unexpectedly (database away): let a runner take it again.
+          await releaseImport(db, job.accountId, job.id).catch(() => {})
+          if (!(error instanceof ImportInterrupted)) {
+            report(error, job)
+          }
+        })
+        .finally(() => {
+          running.delete(key)
+          wake()
+        })
+      running.set(key, run)
+    }
+  }
+
+  function wake(): void {
+    if (stopping.signal.aborted) {
+      return
+    }
+    if (filling) {
+      again = true
+      return
+    }
+    filling = fill()
+      .catch((error: unknown) => report(error, { accountId: '', id: '' }))
+      .finally(() => {
+        filling = undefined
+        if (again) {
+          again = false
+          wake()
+        }
+      })
+  }
+
+  return {
+    wake,
+    start(onError) {
+      report = onError
+      wake()
+      timer = setInterval(wake, options.pollMs ?? POLL_MS)
+      timer.unref()
+    },
+    async stop() {
+      clearInterval(timer)
+      stopping.abort()
+      await filling
+      await Promise.all(running.values())
+    },
+    async drain() {
+      wake()
+      // A job ending wakes the runner again, which claims any job queued meanwhile.
+      while (filling || running.size > 0) {
+        await filling
+        await Promise.all(running.values())
+      }
+    },
+  }
+}

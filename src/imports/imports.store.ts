@@ -1,0 +1,198 @@
+// Storage of CSV import jobs: every function takes the account, except the runner's claim, which
+// looks across accounts for the next unfinished job.
+import { type Kysely, sql } from 'kysely'
+import type { ImportError } from '../contacts/contacts.csv-import.js'
+import type { Database } from '../db/schema.js'
+import type { Db } from '../db/transaction.js'
+import type { ContactImportsTable, ImportState } from './imports.table.js'
+
+/** A job as a page shows it (the file left out). */
+export type ImportJob = Omit<ContactImportsTable, 'errors' | 'lease_expires_at'> & { errors: ImportError[] }
+
+// Literal, not bound values: SQLite uses a partial index only when the query's condition is the index's.
+const UNFINISHED = sql<boolean>`state in ('queued', 'validating', 'writing')`
+
+export const isFinished = (state: ImportState): boolean => state === 'done' || state === 'failed'
+
+/** The job and its file: run it in a transaction (the route does). */
+export async function insertImport(
+  db: Db,
+  accountId: string,
+  job: { id: string; fileName: string; file: Uint8Array; now: string },
+): Promise<void> {
+  await db
+    .insertInto('contact_imports')
+    .values({
+      account_id: accountId,
+      id: job.id,
+      state: 'queued',
+      file_name: job.fileName,
+      rows_total: null,
+      rows_validated: 0,
+      rows_written: 0,
+      created: 0,
+      updated: 0,
+      unchanged: 0,
+      error_count: 0,
+      errors: null,
+      lease_expires_at: null,
+      created_at: job.now,
+      updated_at: job.now,
+      finished_at: null,
+    })
+    .execute()
+  await db
+    .insertInto('contact_import_files')
+    .values({ account_id: accountId, import_id: job.id, data: job.file })
+    .execute()
+}
+
+/** The account's unfinished import, if any (at most one: a partial unique index). */
+export async function findUnfinishedImportId(db: Db, accountId: string): Promise<string | undefined> {
+  const row = await db
+    .selectFrom('contact_imports')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where(UNFINISHED)
+    .executeTakeFirst()
+  return row?.id
+}
+
+/** Imports the account started since `since` (ISO): what the hourly budget counts. */
+export async function countImportsSince(db: Db, accountId: string, since: string): Promise<number> {
+  const row = await db
+    .selectFrom('contact_imports')
+    .select((eb) => eb.fn.countAll<number | string>().as('n'))
+    .where('account_id', '=', accountId)
+    .where('created_at', '>', since)
+    .executeTakeFirst()
+  return Number(row?.n ?? 0)
+}
+
+export async function findImport(db: Db, accountId: string, id: string): Promise<ImportJob | undefined> {
+  const row = await db
+    .selectFrom('contact_imports')
+    .select([
+      'account_id',
+      'id',
+      'state',
+      'file_name',
+      'rows_total',
+      'rows_validated',
+      'rows_written',
+      'created',
+      'updated',
+      'unchanged',
+      'error_count',
+      'errors',
+      'created_at',
+      'updated_at',
+      'finished_at',
+    ])
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .executeTakeFirst()
+  if (!row) {
+    return undefined
+  }
+  return { ...row, errors: row.errors === null ? [] : (JSON.parse(row.errors) as ImportError[]) }
+}
+
+export async function findImportFile(db: Db, accountId: string, id: string): Promise<Uint8Array | undefined> {
+  const row = await db
+    .selectFrom('contact_import_files')
+    .select('data')
+    .where('account_id', '=', accountId)
+    .where('import_id', '=', id)
+    .executeTakeFirst()
+  return row?.data
+}
+
+/** A job that ended keeps no file. */
+export async function deleteImportFile(db: Db, accountId: string, id: string): Promise<void> {
+  await db.deleteFrom('contact_import_files').where('account_id', '=', accountId).where('import_id', '=', id).execute()
+}
+
+/**
+ * Claims the oldest unfinished job whose lease is free (never taken, released, or its runner
+ * gone), for `leaseMs`. The conditional update makes two runners' claims of one job exclusive.
+ */
+export async function claimNextImport(
+  db: Kysely<Database>,
+  now: Date,
+  leaseMs: number,
+): Promise<{ accountId: string; id: string } | undefined> {
+  const at = now.toISOString()
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const next = await db
+      .selectFrom('contact_imports')
+      .select(['account_id', 'id'])
+      .where(UNFINISHED)
+      .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', at)]))
+      .orderBy('created_at')
+      .limit(1)
+      .executeTakeFirst()
+    if (!next) {
+      return undefined
+    }
+    const claimed = await db
+      .updateTable('contact_imports')
+      .set({ lease_expires_at: new Date(now.getTime() + leaseMs).toISOString() })
+      .where('account_id', '=', next.account_id)
+      .where('id', '=', next.id)
+      .where(UNFINISHED)
+      .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', at)]))
+      .executeTakeFirst()
+    if (Number(claimed.numUpdatedRows) === 1) {
+      return { accountId: next.account_id, id: next.id }
+    }
+  }
+  return undefined
+}
+
+/** Lets another runner (or this one after a restart) take the job at once. */
+export async function releaseImport(db: Db, accountId: string, id: string): Promise<void> {
+  await db
+    .updateTable('contact_imports')
+    .set({ lease_expires_at: null })
+    .where('account_id', '=', accountId)
+    .where('id', '=', id)
+    .execute()
+}
+
+export type ImportChange = Partial<
+  Pick<
+    ContactImportsTable,
+    | 'state'
+    | 'rows_total'
+    | 'rows_validated'
+    | 'rows_written'
+    | 'created'
+    | 'updated'
+    | 'unchanged'
+    | 'error_count'
+    | 'errors'
+    | 'lease_expires_at'
+    | 'finished_at'
+  >
+>
+
+/**
+ * Updates a job this runner holds; `expectWritten` fences a chunk's transaction: when another
+ * runner has moved the job on (this one stalled past its lease), nothing is updated and false
+ * is returned, so the caller rolls its chunk back instead of writing rows twice.
+ */
+export async function updateImport(
+  db: Db,
+  accountId: string,
+  id: string,
+  change: ImportChange & { updated_at: string },
+  expectWritten?: number,
+): Promise<boolean> {
+  let query = db.updateTable('contact_imports').set(change).where('account_id', '=', accountId).where('id', '=', id)
+  if (expectWritten !== undefined) {
+    query = query.where('rows_written', '=', expectWritten)
+  }
+  const result = await query.executeTakeFirst()
+  return Number(result.numUpdatedRows) === 1
+}

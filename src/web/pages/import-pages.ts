@@ -1,0 +1,110 @@
+// CSV import pages: the upload form, and one job's page (progress while it runs, then its result
+// or every problem by row, column and value).
+import type { ImportError } from '../../contacts/contacts.csv-import.js'
+import type { ImportJob } from '../../imports/imports.store.js'
+import { type Html, html } from '../html.js'
+import { csrfInput, layout, type PageContext } from './layout.js'
+
+/** Problems listed on a failed job's page; the job keeps no more (the rest are counted). */
+const REPORT_MAX = 200
+/** A long cell is cut for the report: the row and column say where the whole of it is. */
+const VALUE_SHOWN_MAX = 120
+
+const contactsUrl = (accountId: string) => `/app/${accountId}/contacts`
+
+export interface ImportFormView {
+  accountId: string
+  columns: readonly string[]
+  maxRows: number
+  maxMiB: number
+  /** Why the upload was refused as a whole (too large, no file, an import already running, the budget). */
+  formError?: string
+  /** The account's import still running, when a second one was refused. */
+  runningId?: string
+}
+
+export function importPage(context: PageContext, data: ImportFormView): Html {
+  const base = contactsUrl(data.accountId)
+  return layout(
+    'Import contacts',
+    { ...context, section: 'contacts' },
+    html`<p><a href="${base}">← Contacts</a></p>
+<h1>Import contacts from CSV</h1>
+${
+  data.formError
+    ? html`<div class="alert error" role="alert">${data.formError}${
+        data.runningId ? html` <a href="${base}/imports/${data.runningId}">See its progress</a>.` : ''
+      }</div>`
+    : ''
+}
+${importForm(context, data)}`,
+  )
+}
+
+function importForm(context: PageContext, data: ImportFormView): Html {
+  const base = contactsUrl(data.accountId)
+  return html`<div class="card"><form method="post" action="${base}/import" enctype="multipart/form-data">
+${csrfInput(context.csrf)}
+<label for="f-file">CSV file <span class="hint">UTF-8, at most ${data.maxMiB} MiB and ${data.maxRows.toLocaleString('en')} rows</span></label>
+<input id="f-file" name="file" type="file" accept=".csv,text/csv" required aria-describedby="import-help">
+<div id="import-help" class="hint">
+<p>The first row names the columns: those of the export (${data.columns.join(', ')}). <strong>email</strong> is required in every row: a contact with the same email is updated, others are created. id, created_at and updated_at are ignored; a column you leave out is left unchanged; an empty cell clears the field.</p>
+<p>Tags are separated by semicolons; custom_fields is a JSON object. Every row is checked first: if any row has a problem, nothing is imported. The import runs in the background: you can leave its page and come back.</p>
+</div>
+<p><button type="submit">Import</button> <a class="button secondary" href="${base}">Cancel</a></p>
+</form></div>`
+}
+
+const STATE_TEXT = {
+  queued: 'Waiting to start: other imports are running.',
+  validating: 'Checking every row…',
+  writing: 'Every row is valid. Writing the contacts…',
+} as const
+
+const shownValue = (value: string) =>
+  value.length > VALUE_SHOWN_MAX ? `${value.slice(0, VALUE_SHOWN_MAX)}… (${value.length} characters)` : value
+
+function errorRows(errors: ImportError[]): Html {
+  return html`${errors.map(
+    (e) =>
+      html`<tr><td>${e.row === 0 ? 'file' : e.row}</td><td class="mono">${e.field}</td><td class="mono">${e.value === undefined ? '' : shownValue(e.value)}</td><td>${e.message}</td></tr>`,
+  )}`
+}
+
+/** One import: progress while it runs (the page reloads itself: a Refresh header), then the outcome. */
+export function importJobPage(context: PageContext, data: ImportFormView & { job: ImportJob }): Html {
+  const { job } = data
+  const base = contactsUrl(data.accountId)
+  const total = job.rows_total
+  let body: Html
+  if (job.state === 'done') {
+    body = html`<div class="alert ok" role="status">Import finished: ${job.created} created, ${job.updated} updated, ${job.unchanged} unchanged.</div>
+<p><a class="button" href="${base}">Back to contacts</a> <a class="button secondary" href="${base}/import">Import another file</a></p>`
+  } else if (job.state === 'failed') {
+    const partial = job.rows_written > 0
+    body = html`<div class="alert error" role="alert">${
+      partial
+        ? `The import stopped after writing ${job.rows_written} of ${total ?? '?'} rows: ${job.error_count} problem${job.error_count === 1 ? '' : 's'} found. The rows before it were imported.`
+        : `Nothing was imported: ${job.error_count} problem${job.error_count === 1 ? '' : 's'} found. Fix ${job.error_count === 1 ? 'it' : 'them'} in ${job.file_name} and import it again.`
+    }</div>
+<div class="table-wrap"><table class="import-errors"><caption class="hint">Row numbers count the header as row 1, as a spreadsheet does.</caption>
+<thead><tr><th>Row</th><th>Column</th><th>Value</th><th>What to fix</th></tr></thead><tbody>
+${errorRows(job.errors.slice(0, REPORT_MAX))}
+${job.error_count > REPORT_MAX ? html`<tr><td colspan="4" class="hint">…and ${job.error_count - REPORT_MAX} more.</td></tr>` : ''}
+</tbody></table></div>
+<h2>Import the corrected file</h2>
+${importForm(context, data)}`
+  } else {
+    body = html`<div class="alert warn" role="status" data-import-state="${job.state}">${STATE_TEXT[job.state]}</div>
+<p>Rows checked: <strong data-rows-validated>${job.rows_validated}</strong>${total === null ? '' : html` of ${total}`} · rows written: <strong data-rows-written>${job.rows_written}</strong>${total === null ? '' : html` of ${total}`}</p>
+<p class="hint">This page reloads itself every 2 seconds until the import is over; you can leave it and come back.</p>`
+  }
+  return layout(
+    `Import ${job.file_name}`,
+    { ...context, section: 'contacts' },
+    html`<p><a href="${base}">← Contacts</a></p>
+<h1>Import of ${job.file_name}</h1>
+<p class="hint" data-import-id="${job.id}">Started <time datetime="${job.created_at}">${job.created_at.slice(0, 16).replace('T', ' ')} UTC</time></p>
+${body}`,
+  )
+}
