@@ -139,6 +139,16 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
     ),
   },
   {
+    name: 'CSV imports due',
+    source: 'the import runner (src/imports/import-runner.ts): claims queued or abandoned imports across accounts',
+    reason: 'a runner serves every account, as the webhook worker does',
+    onCitus: 'a multi-shard top-N on the partial index of unfinished imports, each poll; the claim itself is routed',
+    dialects: both,
+    matches: text(
+      /^select account_id, id from contact_imports where state in \('queued', 'validating', 'writing'\) and \(lease_expires_at is null or lease_expires_at < \$1\) order by created_at limit \$2$/,
+    ),
+  },
+  {
     name: 'any account yet',
     source: 'hasAnyAccount (src/accounts/accounts.store.ts): `serve` at start',
     reason: 'a fresh install says how to make a first account',
