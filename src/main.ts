@@ -1,6 +1,18 @@
 #!/usr/bin/env node
-// Process entry: sets the V8 heap settings a server needs, then hands argv to the CLI.
+// Process entry: checks the Node version, sets the V8 heap settings a server needs, then hands
+// argv to the CLI.
 import v8 from 'node:v8'
+import { checkNodeVersion } from './runtime.js'
+
+// Before any module that loads better-sqlite3's binary: on Node 20 it would crash the process.
+const runtime = checkNodeVersion(process.versions.node)
+if (!runtime.ok) {
+  process.stderr.write(`${runtime.message}\n`)
+  process.exit(1)
+}
+if (runtime.warning !== undefined) {
+  process.stderr.write(`${runtime.warning}\n`)
+}
 
 /**
  * Measured under the bench's load (docs/performance.md, "RSS"): V8 pretenures allocation sites

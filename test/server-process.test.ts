@@ -57,6 +57,10 @@ describe('contacts-api serve in a real process', () => {
     expect(stderr).toContain('npm run cli -- accounts create --name Acme')
   })
 
+  it('names the Node version it runs on in its start line', () => {
+    expect(stderr).toContain(`listening on http://127.0.0.1:${PORT} (Node ${process.versions.node};`)
+  })
+
   it('accepts a key made by the CLI on the same database, and logs one redacted line per request', async () => {
     const out: string[] = []
     const code = await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, {

@@ -79,7 +79,7 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
   if (command === 'serve') {
     const server = await startServer(config)
     io.err(
-      `Contacts API listening on ${server.address} (API at ${server.address}/api/v1, docs at ${server.address}/docs)`,
+      `Contacts API listening on ${server.address} (Node ${process.versions.node}; API at ${server.address}/api/v1, docs at ${server.address}/docs)`,
     )
     if (!server.hasAccounts) {
       io.err('No account yet. Create one and its first API key:  npm run cli -- accounts create --name Acme')

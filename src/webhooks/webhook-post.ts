@@ -1,7 +1,7 @@
 // One webhook delivery attempt over the network: to a checked address only, one timeout, no redirects, 1 KB read.
 import http from 'node:http'
 import https from 'node:https'
-import type { LookupFunction } from 'node:net'
+import type { LookupFunction, Socket } from 'node:net'
 import { type Resolver, resolveWebhookTarget, type WebhookTarget, type WebhookTargetFailure } from './webhook-url.js'
 
 export type WebhookPost = {
@@ -96,6 +96,7 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
     const chunks: Buffer[] = []
     let received = 0
     let request: http.ClientRequest | undefined
+    let socket: Socket | undefined
     let settled = false
     // A response read to its end leaves a kept-alive connection reusable; anything else closes it.
     let complete = false
@@ -108,6 +109,9 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
       // Destroying also drops whatever the receiver still sends beyond the excerpt.
       if (!(complete && post.connections)) {
         request?.destroy()
+        // Node 26 may already have handed a socket whose response it parsed whole back to the
+        // agent's pool, where destroying the request no longer reaches it.
+        socket?.destroy()
       }
       settle({ statusCode, excerpt: decodeExcerpt(Buffer.concat(chunks)), error })
     }
@@ -150,6 +154,9 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
         return
       }
       request = sent
+      sent.on('socket', (assigned) => {
+        socket = assigned
+      })
       sent.on('error', (error) => {
         // A kept-alive connection the receiver closed while idle resets as it is reused: sent once
         // more at once, on a new connection (at least once: a receiver that did get it sees the same
