@@ -16,13 +16,17 @@ PGBOUNCER="$(command -v pgbouncer || echo /usr/sbin/pgbouncer)"
 "$PGBOUNCER" --version | head -1
 
 work="$(mktemp -d /tmp/pgbouncer-leg.XXXXXX)"
+export TEST_POOLER_ROLES="pgbleg$$"
 created_db=""
 cleanup() {
   if [ -n "${server_pid:-}" ]; then kill "$server_pid" 2>/dev/null || true; fi
   if [ -f "$work/pgbouncer.pid" ]; then kill "$(cat "$work/pgbouncer.pid")" 2>/dev/null || true; fi
-  if [ -n "${load_schema:-}" ]; then
-    psql "$TEST_DATABASE_URL" -qc "drop schema if exists $load_schema cascade; drop role if exists $load_schema" \
-      >/dev/null 2>&1 || true
+  # The suite's roles (test/harness.ts names them after TEST_POOLER_ROLES) and the load's.
+  if [ -n "${TEST_DATABASE_URL:-}" ]; then
+    for role in $(psql "$TEST_DATABASE_URL" -Atc "select rolname from pg_roles where rolname like '${TEST_POOLER_ROLES}\_%'" 2>/dev/null); do
+      psql "$TEST_DATABASE_URL" -qc "drop schema if exists $role cascade; drop owned by $role cascade; drop role if exists $role" \
+        >/dev/null 2>&1 || true
+    done
   fi
   if [ -n "$created_db" ]; then
     psql -h 127.0.0.1 -U postgres -qc "drop database if exists $created_db with (force)" >/dev/null 2>&1 || true
@@ -91,7 +95,7 @@ if [ "${PGBOUNCER_LEG_TESTS:-1}" != 0 ]; then
 fi
 
 echo "== load through PgBouncer: 32 connections, mixed GET/POST, zero errors"
-load_schema="pgbload_$(date +%s)_$$"
+load_schema="${TEST_POOLER_ROLES}_load"
 psql "$TEST_DATABASE_URL" -v ON_ERROR_STOP=1 -qc \
   "create role $load_schema login; alter role $load_schema set search_path = $load_schema; create schema $load_schema authorization $load_schema"
 load_port="$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"

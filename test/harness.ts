@@ -199,8 +199,8 @@ export interface ThrowawaySchema {
  * The real server: a throwaway schema inside TEST_DATABASE_URL's database. With TEST_POOLER_URL
  * (a transaction-mode PgBouncer in front of that database: .ci/pgbouncer-leg.sh) the app reaches it
  * through the pooler, which passes no `options` startup parameter and keeps no session settings:
- * the schema then gets a login role of its own whose default search_path is the schema, and the
- * app connects as that role. Creating and dropping both goes to the server directly.
+ * the schema then gets a login role of its own whose default search_path is the schema (its name),
+ * and the app connects as that role. Schemas and roles are made and dropped on the server directly.
  */
 export async function createThrowawaySchema(prefix = 'test'): Promise<ThrowawaySchema> {
   const url = process.env.TEST_DATABASE_URL
@@ -220,20 +220,35 @@ export async function createThrowawaySchema(prefix = 'test'): Promise<ThrowawayS
       drop: () => adminQuery(url, `drop schema if exists ${name} cascade`),
     }
   }
+  // A role given back by a closed harness is used again: its pool in the pooler, and the server
+  // connections in it, stay open (a new role per harness left 3 idle server connections each).
+  const pooledName = idlePoolerRoles.pop()
+  const role = pooledName ?? `${process.env.TEST_POOLER_ROLES ?? 'pooled'}_${randomBytes(6).toString('hex')}`
   await adminQuery(
     url,
-    `create role ${name} login; alter role ${name} set search_path = ${name}; create schema ${name} authorization ${name}`,
+    pooledName
+      ? `create schema ${role} authorization ${role}`
+      : `create role ${role} login; alter role ${role} set search_path = ${role}; create schema ${role} authorization ${role}`,
   )
   const pooled = new URL(poolerUrl)
-  pooled.username = name
+  pooled.username = role
   pooled.password = ''
   return {
-    name,
+    name: role,
     database: { kind: 'postgres', url: pooled.toString(), pooler: 'transaction', directUrl: url },
     env: { DATABASE_URL: pooled.toString(), DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: url },
-    drop: () => adminQuery(url, `drop schema if exists ${name} cascade; drop role if exists ${name}`),
+    drop: async () => {
+      await adminQuery(url, `drop schema if exists ${role} cascade`)
+      idlePoolerRoles.push(role)
+    },
   }
 }
+
+/**
+ * Roles (each named as its schema) of closed harnesses behind the pooler, for the next harness of
+ * this test worker; .ci/pgbouncer-leg.sh drops them all (TEST_POOLER_ROLES names them) at its end.
+ */
+const idlePoolerRoles: string[] = []
 
 async function adminQuery(url: string, query: string): Promise<void> {
   const admin = new pg.Client({ connectionString: url })
