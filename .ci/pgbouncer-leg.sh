@@ -51,8 +51,9 @@ read -r pg_host pg_port pg_db pg_user port < <(node -e '
 # Any user the server knows may log in (auth_query as auth_user, then trust): the suite gives each
 # throwaway schema a role whose default search_path is the schema (test/harness.ts), because a
 # pooler passes no `options` startup parameter. A pool of 3 server connections per user, so a
-# harness's 10 clients really share them between transactions; at most 30 server connections to
-# the database, and idle ones closed after 5 s, since the server is shared.
+# harness's 10 clients really share them between transactions; at most 40 server connections to
+# the database, since the server is shared, and idle ones closed after 1 s: a new pool waits for a
+# free one (with 5 s, the suite's new roles waited up to 5 s each and the process tests timed out).
 cat >"$work/pgbouncer.ini" <<EOF
 [databases]
 * = host=$pg_host port=$pg_port
@@ -65,9 +66,9 @@ auth_file = $work/userlist.txt
 auth_user = $pg_user
 pool_mode = transaction
 default_pool_size = 3
-max_db_connections = 30
+max_db_connections = 40
 max_client_conn = 800
-server_idle_timeout = 5
+server_idle_timeout = 1
 query_wait_timeout = 60
 logfile = $work/pgbouncer.log
 pidfile = $work/pgbouncer.pid

@@ -73,7 +73,7 @@ async function withMigrator<T>(
   return handle.db.transaction().execute(async (trx) => {
     await sql`select pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(trx)
     const schema = await currentSchema(trx)
-    const db = inTransaction<Database>(introspectingOnly<Database>(trx, schema), trx)
+    const db = asMigratorConnection<Database>(introspectingOnly<Database>(trx, schema), trx)
     return use(
       new Migrator({
         db,
@@ -100,7 +100,7 @@ async function currentSchema(db: Kysely<Database>): Promise<string> {
  * The transaction as the Migrator sees it (with `disableTransactions`): its `connection()` is the
  * transaction itself, and its adapter's lock is a no-op, because the transaction holds the lock.
  */
-function inTransaction<DB>(db: Kysely<DB>, trx: Transaction<DB>): Kysely<DB> {
+function asMigratorConnection<DB>(db: Kysely<DB>, trx: Transaction<DB>): Kysely<DB> {
   const executor = trx.getExecutor()
   const adapter = Object.create(executor.adapter, {
     acquireMigrationLock: { value: async () => {} },
