@@ -1,6 +1,7 @@
 // Configuration is read once and checked whole: every problem is reported at once.
 import { describe, expect, it } from 'vitest'
 import { ConfigError, loadConfig } from './config.js'
+import { revocationPushWarning } from './deps.js'
 
 const problemsOf = (env: Record<string, string>): string[] => {
   try {
@@ -144,4 +145,50 @@ describe('loadConfig', () => {
       expect(problemsOf({ TRUST_PROXY: raw })).toHaveLength(1)
     },
   )
+
+  describe('DATABASE_POOLER and DATABASE_DIRECT_URL', () => {
+    const pg = { DATABASE_URL: 'postgres://app@pgbouncer:6432/contacts', SECRET: 'x'.repeat(32) }
+
+    it('unset: a direct connection (named statements, LISTEN on DATABASE_URL)', () => {
+      expect(loadConfig(pg).database).toEqual({ kind: 'postgres', url: pg.DATABASE_URL })
+      expect(loadConfig({ ...pg, DATABASE_POOLER: 'none' }).database).toEqual({
+        kind: 'postgres',
+        url: pg.DATABASE_URL,
+      })
+    })
+
+    it('transaction, with the direct URL for LISTEN', () => {
+      const direct = 'postgres://app:pw@db:5432/contacts'
+      expect(loadConfig({ ...pg, DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: direct }).database).toEqual({
+        kind: 'postgres',
+        url: pg.DATABASE_URL,
+        pooler: 'transaction',
+        directUrl: direct,
+      })
+    })
+
+    it('transaction alone is allowed: revocations then rely on the 1 s cache (a warning at start)', () => {
+      const config = loadConfig({ ...pg, DATABASE_POOLER: 'transaction' })
+      expect(config.database).toEqual({ kind: 'postgres', url: pg.DATABASE_URL, pooler: 'transaction' })
+      expect(revocationPushWarning(config)).toMatch(/without DATABASE_DIRECT_URL or REDIS_URL.*1 s/)
+      expect(revocationPushWarning(loadConfig({ ...pg, DATABASE_POOLER: 'transaction', REDIS_URL: 'redis://r' }))).toBe(
+        undefined,
+      )
+      expect(revocationPushWarning(loadConfig(pg))).toBe(undefined)
+    })
+
+    it.each([
+      [{ ...pg, DATABASE_POOLER: 'session' }, 'DATABASE_POOLER must be transaction or none (got "session")'],
+      [
+        { ...pg, DATABASE_DIRECT_URL: 'mysql://u:secret@db/x' },
+        'DATABASE_DIRECT_URL must start with postgres:// (got "mysql://u:***@db/x")',
+      ],
+      [
+        { DATABASE_POOLER: 'transaction' },
+        'DATABASE_POOLER and DATABASE_DIRECT_URL apply only when DATABASE_URL is postgres://',
+      ],
+    ])('refuses %j', (env, problem) => {
+      expect(problemsOf(env)).toEqual([problem])
+    })
+  })
 })

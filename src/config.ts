@@ -4,7 +4,18 @@ import path from 'node:path'
 
 export type DatabaseConfig =
   | { kind: 'sqlite'; path: string; synchronous: 'NORMAL' | 'FULL' }
-  | { kind: 'postgres'; url: string }
+  | {
+      kind: 'postgres'
+      url: string
+      /**
+       * DATABASE_POOLER=transaction: DATABASE_URL is a transaction-mode pooler (PgBouncer), which
+       * hands each transaction its own server connection, so nothing may rely on session state
+       * (named statements, LISTEN, session locks or settings). Unset: a direct connection.
+       */
+      pooler?: 'transaction'
+      /** DATABASE_DIRECT_URL: the server itself, past the pooler; LISTEN for revocation pushes uses it. */
+      directUrl?: string
+    }
 
 export interface Config {
   readonly port: number
@@ -102,7 +113,12 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
 
   const port = integer('PORT', 3000, 0, 65535)
   const host = env.HOST || '127.0.0.1'
-  const database = parseDatabaseUrl(env.DATABASE_URL, env.SQLITE_SYNCHRONOUS, problems)
+  const database = withPooler(
+    parseDatabaseUrl(env.DATABASE_URL, env.SQLITE_SYNCHRONOUS, problems),
+    env.DATABASE_POOLER,
+    env.DATABASE_DIRECT_URL,
+    problems,
+  )
 
   const url = (name: string, fallback: string): string => {
     const raw = env[name] || fallback
@@ -279,6 +295,34 @@ function parseDatabaseUrl(
   }
   problems.push(`DATABASE_URL must start with sqlite: or postgres:// (got "${redactUrl(raw)}")`)
   return { kind: 'sqlite', path: DEFAULT_SQLITE_PATH, synchronous: sync }
+}
+
+/** `DATABASE_POOLER` and `DATABASE_DIRECT_URL`: only meaningful with PostgreSQL. */
+function withPooler(
+  database: DatabaseConfig,
+  poolerRaw: string | undefined,
+  directRaw: string | undefined,
+  problems: string[],
+): DatabaseConfig {
+  const pooler = poolerRaw === undefined || poolerRaw === '' || poolerRaw === 'none' ? undefined : poolerRaw
+  if (pooler !== undefined && pooler !== 'transaction') {
+    problems.push(`DATABASE_POOLER must be transaction or none (got "${poolerRaw}")`)
+  }
+  const directUrl = directRaw || undefined
+  if (directUrl !== undefined && !/^postgres(ql)?:\/\//.test(directUrl)) {
+    problems.push(`DATABASE_DIRECT_URL must start with postgres:// (got "${redactUrl(directUrl)}")`)
+  }
+  if (database.kind !== 'postgres') {
+    if (pooler !== undefined || directUrl !== undefined) {
+      problems.push('DATABASE_POOLER and DATABASE_DIRECT_URL apply only when DATABASE_URL is postgres://')
+    }
+    return database
+  }
+  return {
+    ...database,
+    ...(pooler === 'transaction' ? { pooler } : {}),
+    ...(directUrl !== undefined ? { directUrl } : {}),
+  }
 }
 
 /** Hides a password in a connection URL before it is printed. */

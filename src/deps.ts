@@ -71,7 +71,7 @@ export function createDeps(
   const keyRevocations = redis
     ? redisRevocations(redis, revoked)
     : config.database.kind === 'postgres' && !overrides.database
-      ? postgresRevocations(config.database.url, database.db, revoked)
+      ? postgresRevocations(listenUrl(config.database), database.db, revoked)
       : localRevocations(revoked)
   const keyVerifier = createKeyVerifier(
     database.db,
@@ -135,6 +135,24 @@ export function createDeps(
       await keyRevocations.start()
     },
   }
+}
+
+/** Where LISTEN can hear every NOTIFY: past the pooler, if there is one; undefined when nowhere. */
+function listenUrl(database: Extract<Config['database'], { kind: 'postgres' }>): string | undefined {
+  return database.directUrl ?? (database.pooler === 'transaction' ? undefined : database.url)
+}
+
+/**
+ * Behind a transaction pooler with neither DATABASE_DIRECT_URL nor REDIS_URL, no revocation push
+ * reaches this instance; it still refuses a revoked key within 1 s (DESIGN §5), because a key is
+ * then cached for 1 s instead of 5 s: one more key lookup per key per second. Said once at start.
+ */
+export function revocationPushWarning(config: Config): string | undefined {
+  const { database } = config
+  if (database.kind !== 'postgres' || database.pooler !== 'transaction' || database.directUrl || config.redisUrl) {
+    return undefined
+  }
+  return 'DATABASE_POOLER=transaction without DATABASE_DIRECT_URL or REDIS_URL: revocations made on other instances are not pushed here; verified keys are cached for 1 s instead of 5 s, which bounds the delay'
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {

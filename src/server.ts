@@ -6,7 +6,7 @@ import { hasAnyAccount } from './accounts/accounts.store.js'
 import { buildApp } from './app.js'
 import type { Config } from './config.js'
 import { migrateToLatest } from './db/migrate.js'
-import { closeDeps, createDeps, type Deps } from './deps.js'
+import { closeDeps, createDeps, type Deps, revocationPushWarning } from './deps.js'
 import { purgeExpiredEvents } from './events/events.store.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
 import { healthRoutes } from './observability/health.js'
@@ -37,6 +37,10 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     throw error
   }
   const app = role === 'serve' ? await buildApp(deps) : await buildWorkerApp(deps)
+  const pushWarning = revocationPushWarning(config)
+  if (pushWarning) {
+    app.log.warn(pushWarning)
+  }
   if (config.webhooks.allowPrivateUrls) {
     app.log.warn('WEBHOOK_ALLOW_PRIVATE_URLS=true: webhooks may go to http: and private addresses (development only)')
   }

@@ -83,7 +83,7 @@ function crashSuite(dialect: 'sqlite' | 'postgres'): void {
     } else {
       const schema = await createThrowawaySchema('crash')
       dropSchema = schema.drop
-      env.DATABASE_URL = schema.url
+      Object.assign(env, schema.env)
       env.SECRET = TEST_SECRET
     }
     await startServer()

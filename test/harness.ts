@@ -11,7 +11,7 @@ import { createAccountWithKey } from '../src/accounts/accounts.js'
 import { FULL_SCOPES, type Scope } from '../src/api-keys/api-key.js'
 import { issueApiKey } from '../src/api-keys/api-keys.store.js'
 import { buildApp } from '../src/app.js'
-import { type Config, loadConfig } from '../src/config.js'
+import { type Config, type DatabaseConfig, loadConfig } from '../src/config.js'
 import { type DatabaseHandle, openDatabase, wrap } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
 import type { Database } from '../src/db/schema.js'
@@ -183,25 +183,74 @@ export async function openTestDatabase(
   }
   const schema = await createThrowawaySchema()
   return {
-    database: openDatabase({ kind: 'postgres', url: schema.url }),
+    database: openDatabase(schema.database),
     dispose: () => schema.drop(),
   }
 }
 
-/** The real server: a throwaway schema inside TEST_DATABASE_URL's database, and its scoped URL. */
-export async function createThrowawaySchema(
-  prefix = 'test',
-): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+export interface ThrowawaySchema {
+  name: string
+  /** What the app connects to: the schema on the server, or through the pooler (TEST_POOLER_URL). */
+  database: Extract<DatabaseConfig, { kind: 'postgres' }>
+  /** The same as a server process's environment (DATABASE_URL, and the pooler's settings). */
+  env: Record<string, string>
+  drop(): Promise<void>
+}
+
+/**
+ * The real server: a throwaway schema inside TEST_DATABASE_URL's database. With TEST_POOLER_URL
+ * (a transaction-mode PgBouncer in front of that database: .ci/pgbouncer-leg.sh) the app reaches it
+ * through the pooler, which passes no `options` startup parameter and keeps no session settings:
+ * the schema then gets a login role of its own whose default search_path is the schema (its name),
+ * and the app connects as that role. Schemas and roles are made and dropped on the server directly.
+ */
+export async function createThrowawaySchema(prefix = 'test'): Promise<ThrowawaySchema> {
   const url = process.env.TEST_DATABASE_URL
   if (!url) {
     throw new Error('TEST_DATABASE_URL is not set')
   }
   const name = `${prefix}_${randomBytes(6).toString('hex')}`
-  await adminQuery(url, `create schema ${name}`)
-  const scoped = new URL(url)
-  scoped.searchParams.set('options', `-c search_path=${name}`)
-  return { name, url: scoped.toString(), drop: () => adminQuery(url, `drop schema if exists ${name} cascade`) }
+  const poolerUrl = process.env.TEST_POOLER_URL
+  if (!poolerUrl) {
+    await adminQuery(url, `create schema ${name}`)
+    const scoped = new URL(url)
+    scoped.searchParams.set('options', `-c search_path=${name}`)
+    return {
+      name,
+      database: { kind: 'postgres', url: scoped.toString() },
+      env: { DATABASE_URL: scoped.toString() },
+      drop: () => adminQuery(url, `drop schema if exists ${name} cascade`),
+    }
+  }
+  // A role given back by a closed harness is used again: its pool in the pooler, and the server
+  // connections in it, stay open (a new role per harness left 3 idle server connections each).
+  const pooledName = idlePoolerRoles.pop()
+  const role = pooledName ?? `${process.env.TEST_POOLER_ROLES ?? 'pooled'}_${randomBytes(6).toString('hex')}`
+  await adminQuery(
+    url,
+    pooledName
+      ? `create schema ${role} authorization ${role}`
+      : `create role ${role} login; alter role ${role} set search_path = ${role}; create schema ${role} authorization ${role}`,
+  )
+  const pooled = new URL(poolerUrl)
+  pooled.username = role
+  pooled.password = ''
+  return {
+    name: role,
+    database: { kind: 'postgres', url: pooled.toString(), pooler: 'transaction', directUrl: url },
+    env: { DATABASE_URL: pooled.toString(), DATABASE_POOLER: 'transaction', DATABASE_DIRECT_URL: url },
+    drop: async () => {
+      await adminQuery(url, `drop schema if exists ${role} cascade`)
+      idlePoolerRoles.push(role)
+    },
+  }
 }
+
+/**
+ * Roles (each named as its schema) of closed harnesses behind the pooler, for the next harness of
+ * this test worker; .ci/pgbouncer-leg.sh drops them all (TEST_POOLER_ROLES names them) at its end.
+ */
+const idlePoolerRoles: string[] = []
 
 async function adminQuery(url: string, query: string): Promise<void> {
   const admin = new pg.Client({ connectionString: url })

@@ -401,6 +401,48 @@ describe('schema parity between SQLite and PostgreSQL', () => {
 })
 
 describe.runIf(testDialects().includes('postgres'))('migrations beside other schemas on the PostgreSQL server', () => {
+  it('releases the migration lock with its transaction, even through a transaction pooler', async () => {
+    const { database, dispose } = await openFresh('postgres')
+    const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })
+    await admin.connect()
+    try {
+      // Other statements on the same pool at the same time: behind a pooler (TEST_POOLER_URL) a
+      // session lock and its unlock then land on different server connections, and the lock stays
+      // held by an idle one (Kysely's own migrator did that) until that connection closes.
+      const alongside = async <T>(work: Promise<T>): Promise<T> => {
+        let done = false
+        const busy = Array.from({ length: 8 }, async () => {
+          while (!done) {
+            await sql`select pg_sleep(0.002)`.execute(database.db)
+          }
+        })
+        try {
+          return await work
+        } finally {
+          done = true
+          await Promise.all(busy)
+        }
+      }
+      for (let round = 0; round < 3; round++) {
+        await alongside(migrateToLatest(database))
+        await alongside(migrateDown(database))
+      }
+      await alongside(migrateToLatest(database))
+      // A session that is idle (in no transaction) holds no transaction lock: whatever it holds is a
+      // session lock left behind. Kysely's lock id, 3853314791062309107, as pg_locks shows it.
+      const { rows } = await admin.query<{ pid: number }>(`
+        select l.pid from pg_locks l join pg_stat_activity a on a.pid = l.pid
+        where l.locktype = 'advisory' and a.state = 'idle'
+          and l.classid::bigint = 3853314791062309107 >> 32
+          and l.objid::bigint = 3853314791062309107 & 4294967295`)
+      expect(rows).toEqual([])
+      expect(await isMigrated(database)).toBe(true)
+    } finally {
+      await admin.end()
+      await dispose()
+    }
+  })
+
   it('run while another schema of the database is being dropped (Kysely introspected every schema)', async () => {
     const { database, dispose } = await openFresh('postgres')
     const admin = new pg.Client({ connectionString: process.env.TEST_DATABASE_URL })

@@ -4,14 +4,14 @@
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createThrowawaySchema, type ThrowawaySchema } from './harness.js'
 import { httpWebClient, type ServerProcess, startServerProcess } from './processes.js'
 
 const databaseUrl = process.env.TEST_DATABASE_URL
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
-  const schema = `multi_${randomBytes(5).toString('hex')}`
-  let url: string
+  let schema: ThrowawaySchema
   let a: ServerProcess
   let b: ServerProcess
   let admin: pg.Client
@@ -19,12 +19,10 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
   beforeAll(async () => {
     admin = new pg.Client({ connectionString: databaseUrl })
     await admin.connect()
-    await admin.query(`create schema ${schema}`)
-    const scoped = new URL(databaseUrl as string)
-    scoped.searchParams.set('options', `-c search_path=${schema}`)
-    url = scoped.toString()
+    // Through the pooler too, when TEST_POOLER_URL is set (.ci/pgbouncer-leg.sh).
+    schema = await createThrowawaySchema('multi')
     const env = {
-      DATABASE_URL: url,
+      ...schema.env,
       REDIS_URL: redisUrl,
       SECRET: randomBytes(32).toString('hex'),
       RATE_LIMIT_PER_SECOND: '1',
@@ -37,7 +35,7 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
   afterAll(async () => {
     await a?.stop()
     await b?.stop()
-    await admin.query(`drop schema if exists ${schema} cascade`)
+    await schema?.drop()
     await admin.end()
   })
 
@@ -107,7 +105,10 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
     expect((await me(b, key)).status).toBe(200)
     const keyId = ((await (await me(b, key)).json()) as { api_key: { id: string } }).api_key.id
     // Revoked behind the instances' backs: no push is sent.
-    await admin.query(`update ${schema}.api_keys set revoked_at = $1 where id = $2`, [new Date().toISOString(), keyId])
+    await admin.query(`update ${schema.name}.api_keys set revoked_at = $1 where id = $2`, [
+      new Date().toISOString(),
+      keyId,
+    ])
     const elapsed = await timeUntil401(b, key, 7000, 500)
     console.log(`multi-instance: revocation without push refused on b after ${elapsed} ms (cache TTL)`)
     expect(elapsed).toBeLessThanOrEqual(5500)

@@ -143,7 +143,7 @@ describe.each(testDialects().filter((dialect) => dialect !== 'pglite'))(
           env: {
             ...process.env,
             PORT: String(port),
-            DATABASE_URL: schema?.url ?? `sqlite:${path.join(dir, 'contacts.sqlite')}`,
+            ...(schema?.env ?? { DATABASE_URL: `sqlite:${path.join(dir, 'contacts.sqlite')}` }),
             SECRET: 'port-test-secret-0123456789abcdef0123456789',
           },
           stdio: ['ignore', 'pipe', 'pipe'],

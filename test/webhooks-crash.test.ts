@@ -65,7 +65,7 @@ for (const dialect of ['sqlite', 'postgres'] as const) {
       } else {
         const schema = await createThrowawaySchema('whcrash')
         dropSchema = schema.drop
-        env.DATABASE_URL = schema.url
+        Object.assign(env, schema.env)
       }
       const rx = await startReceiver()
       receiver = rx

@@ -43,7 +43,7 @@ describe.skipIf(!process.env.TEST_DATABASE_URL)('webhook workers on PostgreSQL',
     const schema = await createThrowawaySchema('whworkers')
     drops.push(schema.drop)
     const env = {
-      DATABASE_URL: schema.url,
+      ...schema.env,
       SECRET: testSecret(),
       LOG_LEVEL: 'warn',
       RATE_LIMIT_PER_SECOND: '0',

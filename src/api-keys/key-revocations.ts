@@ -1,5 +1,7 @@
 // Telling every instance that a key was revoked or rolled out, so its cached verification is
 // dropped at once: Redis pub/sub when configured, else PostgreSQL LISTEN/NOTIFY, else in-process.
+// Behind a transaction-mode pooler LISTEN needs a direct connection (DATABASE_DIRECT_URL): a
+// pooled one is handed to other clients between transactions, and notifications go nowhere.
 import type { Redis } from 'ioredis'
 import { type Kysely, sql } from 'kysely'
 import pg from 'pg'
@@ -8,7 +10,10 @@ import type { Database } from '../db/schema.js'
 const CHANNEL = 'contacts_api_key_revoked'
 
 export interface KeyRevocations {
-  /** True when other instances hear publish(); the verification cache may then live 5 s, not 1 s. */
+  /**
+   * True when the instances hear each other's publish() (this one included); the verification
+   * cache may then live 5 s, not 1 s.
+   */
   readonly shared: boolean
   /**
    * Drops the key from every instance's cache (this one's included). Best effort: false when the
@@ -62,11 +67,20 @@ export function redisRevocations(redis: Redis, onRevoked: OnRevoked): KeyRevocat
   }
 }
 
-export function postgresRevocations(url: string, db: Kysely<Database>, onRevoked: OnRevoked): KeyRevocations {
+/**
+ * NOTIFY through `db` (a transaction-scoped statement, fine through a pooler), LISTEN on its own
+ * connection to `listenUrl`. Without one (a pooler and no direct URL) this instance still tells the
+ * others but hears nothing: `shared` is false, so its cache keeps keys for 1 s, not 5 s.
+ */
+export function postgresRevocations(
+  listenUrl: string | undefined,
+  db: Kysely<Database>,
+  onRevoked: OnRevoked,
+): KeyRevocations {
   let listener: pg.Client | undefined
   let stopped = false
 
-  async function listen(): Promise<void> {
+  async function listen(url: string): Promise<void> {
     const client = new pg.Client({ connectionString: url })
     client.on('notification', (message) => {
       if (message.payload) {
@@ -78,7 +92,7 @@ export function postgresRevocations(url: string, db: Kysely<Database>, onRevoked
       listener = undefined
       client.end().catch(() => {})
       if (!stopped) {
-        setTimeout(() => listen().catch(() => {}), 1000).unref()
+        setTimeout(() => listen(url).catch(() => {}), 1000).unref()
       }
     })
     await client.connect()
@@ -87,12 +101,12 @@ export function postgresRevocations(url: string, db: Kysely<Database>, onRevoked
   }
 
   return {
-    shared: true,
+    shared: listenUrl !== undefined,
     async publish(keyHash) {
       onRevoked(keyHash)
       return sent(sql`select pg_notify(${CHANNEL}, ${keyHash})`.execute(db))
     },
-    start: listen,
+    start: () => (listenUrl === undefined ? Promise.resolve() : listen(listenUrl)),
     async close() {
       stopped = true
       await listener?.end().catch(() => {})

@@ -19,7 +19,9 @@ export interface DatabaseHandle {
 }
 
 export function openDatabase(config: DatabaseConfig): DatabaseHandle {
-  return config.kind === 'sqlite' ? openSqlite(config.path, config.synchronous) : openPostgres(config.url)
+  return config.kind === 'sqlite'
+    ? openSqlite(config.path, config.synchronous)
+    : openPostgres(config.url, config.pooler === 'transaction')
 }
 
 function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandle {
@@ -89,11 +91,15 @@ function withStatementCache(database: SQLite.Database, max = STATEMENT_CACHE_MAX
 // int8 (count(*), sums) arrives as a string by default; our numbers fit in a double.
 pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
 
-function openPostgres(url: string): DatabaseHandle {
+function openPostgres(url: string, behindPooler: boolean): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 })
   // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
   pool.on('error', () => {})
-  pool.on('connect', withNamedStatements)
+  // A transaction pooler gives each transaction whichever server connection is free: a statement
+  // prepared on one is unknown on the next (or already exists there, under another client's name).
+  if (!behindPooler) {
+    pool.on('connect', withNamedStatements)
+  }
   return {
     ...wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres'),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),

@@ -1,17 +1,27 @@
 // Runs the migrations in db/migrations through Kysely's Migrator, handing each the dialect.
-import { type DatabaseIntrospector, type Kysely, type Migration, type MigrationResultSet, Migrator, sql } from 'kysely'
+import {
+  type DatabaseIntrospector,
+  type DialectAdapter,
+  type Kysely,
+  type Migration,
+  type MigrationResultSet,
+  Migrator,
+  sql,
+  type Transaction,
+} from 'kysely'
 import type { DatabaseHandle } from './database.js'
 import type { Dialect } from './dialect.js'
 import type { MigrationDb } from './migration-helpers.js'
 import * as migrations from './migrations/index.js'
+import type { Database } from './schema.js'
 
 interface MigrationModule {
   up(db: MigrationDb, dialect: Dialect): Promise<void>
   down?(db: MigrationDb, dialect: Dialect): Promise<void>
 }
 
-async function migrator(handle: DatabaseHandle): Promise<Migrator> {
-  const provider = {
+function provider(handle: DatabaseHandle) {
+  return {
     getMigrations: async (): Promise<Record<string, Migration>> =>
       Object.fromEntries(
         Object.entries(migrations as Record<string, MigrationModule>).map(([exportName, module]) => {
@@ -27,15 +37,91 @@ async function migrator(handle: DatabaseHandle): Promise<Migrator> {
         }),
       ),
   }
-  // Kysely looks for its own tables in every schema; pin them to ours, or a database where
-  // another schema (another service, a test run) has them would make us skip creating them.
-  const schema =
-    handle.dialect === 'postgres'
-      ? (await sql<{ name: string }>`select current_schema() as name`.execute(handle.db)).rows[0]?.name
-      : undefined
-  return schema
-    ? new Migrator({ db: introspectingOnly(handle.db, schema), provider, migrationTableSchema: schema })
-    : new Migrator({ db: handle.db, provider })
+}
+
+/** Kysely's own lock id: a migrator of an earlier release (session lock) and this one exclude each other. */
+const MIGRATION_LOCK_ID = 3853314791062309107n
+
+/**
+ * Runs `use` with a Migrator; with `locked`, on PostgreSQL, inside one transaction that holds the
+ * migration lock. Kysely's PostgreSQL migrator takes a session-level advisory lock on a connection
+ * and then opens the transaction: behind a transaction-mode pooler (DATABASE_POOLER) the lock, the
+ * transaction and the unlock each get whichever server connection is free, so the lock stays held
+ * on a pooled connection and the next migration waits for it for an hour. Here the lock is
+ * `pg_advisory_xact_lock`, taken first in the migrations' own transaction and released by its
+ * commit or rollback, so migrations run through the pooler as well as directly
+ * (test/migrations.test.ts, "releases the migration lock").
+ */
+async function withMigrator<T>(
+  handle: DatabaseHandle,
+  locked: boolean,
+  use: (migrator: Migrator) => Promise<T>,
+): Promise<T> {
+  if (handle.dialect !== 'postgres') {
+    return use(new Migrator({ db: handle.db, provider: provider(handle) }))
+  }
+  if (!locked) {
+    const schema = await currentSchema(handle.db)
+    return use(
+      new Migrator({
+        db: introspectingOnly(handle.db, schema),
+        provider: provider(handle),
+        migrationTableSchema: schema,
+      }),
+    )
+  }
+  return handle.db.transaction().execute(async (trx) => {
+    await sql`select pg_advisory_xact_lock(${sql.lit(MIGRATION_LOCK_ID)})`.execute(trx)
+    const schema = await currentSchema(trx)
+    const db = asMigratorConnection<Database>(introspectingOnly<Database>(trx, schema), trx)
+    return use(
+      new Migrator({
+        db,
+        provider: provider(handle),
+        migrationTableSchema: schema,
+        // The transaction is ours (above): Kysely must neither open another nor take its lock.
+        disableTransactions: true,
+      }),
+    )
+  })
+}
+
+// Kysely looks for its own tables in every schema; pin them to ours, or a database where
+// another schema (another service, a test run) has them would make us skip creating them.
+async function currentSchema(db: Kysely<Database>): Promise<string> {
+  const name = (await sql<{ name: string }>`select current_schema() as name`.execute(db)).rows[0]?.name
+  if (name === undefined) {
+    throw new Error('PostgreSQL reported no current schema (is search_path empty?)')
+  }
+  return name
+}
+
+/**
+ * The transaction as the Migrator sees it (with `disableTransactions`): its `connection()` is the
+ * transaction itself, and its adapter's lock is a no-op, because the transaction holds the lock.
+ */
+function asMigratorConnection<DB>(db: Kysely<DB>, trx: Transaction<DB>): Kysely<DB> {
+  const executor = trx.getExecutor()
+  const adapter = Object.create(executor.adapter, {
+    acquireMigrationLock: { value: async () => {} },
+    releaseMigrationLock: { value: async () => {} },
+  }) as DialectAdapter
+  const executorView = new Proxy(executor, {
+    get: (target, property) =>
+      property === 'adapter' ? adapter : bound(target, Reflect.get(target, property, target)),
+  })
+  const view: Kysely<DB> = new Proxy(db, {
+    get(target, property) {
+      if (property === 'connection') {
+        return () => ({ execute: <T>(callback: (db: Kysely<DB>) => Promise<T>) => callback(view) })
+      }
+      if (property === 'getExecutor') {
+        return () => executorView
+      }
+      return Reflect.get(target, property, target)
+    },
+  })
+  return view
 }
 
 /**
@@ -61,12 +147,13 @@ function introspectingOnly<DB>(db: Kysely<DB>, schema: string): Kysely<DB> {
       if (property === 'introspection') {
         return introspection
       }
-      const value: unknown = Reflect.get(target, property, target)
-      // Kysely's methods use private fields: they must run on the instance itself, not the proxy.
-      return typeof value === 'function' ? value.bind(target) : value
+      return bound(target, Reflect.get(target, property, target))
     },
   })
 }
+
+/** Kysely's methods use private fields: they must run on the instance itself, not a proxy. */
+const bound = (target: object, value: unknown): unknown => (typeof value === 'function' ? value.bind(target) : value)
 
 function check(result: MigrationResultSet): string[] {
   if (result.error) {
@@ -77,27 +164,26 @@ function check(result: MigrationResultSet): string[] {
 }
 
 /** Applies every pending migration; returns the names applied. */
-export async function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
-  const m = await migrator(handle)
-  return check(await m.migrateToLatest())
+export function migrateToLatest(handle: DatabaseHandle): Promise<string[]> {
+  return withMigrator(handle, true, async (m) => check(await m.migrateToLatest()))
 }
 
-export async function migrateDown(handle: DatabaseHandle): Promise<string[]> {
-  const m = await migrator(handle)
-  return check(await m.migrateDown())
+export function migrateDown(handle: DatabaseHandle): Promise<string[]> {
+  return withMigrator(handle, true, async (m) => check(await m.migrateDown()))
 }
 
 /** True when every known migration has been applied (for /readyz). */
-export async function isMigrated(handle: DatabaseHandle): Promise<boolean> {
-  const m = await migrator(handle)
-  const all = await m.getMigrations()
-  return all.every((m) => m.executedAt !== undefined)
+export function isMigrated(handle: DatabaseHandle): Promise<boolean> {
+  return withMigrator(handle, false, async (m) =>
+    (await m.getMigrations()).every((info) => info.executedAt !== undefined),
+  )
 }
 
-export async function migrationStatus(handle: DatabaseHandle) {
-  const m = await migrator(handle)
-  return (await m.getMigrations()).map((info) => ({
-    name: info.name,
-    executed_at: info.executedAt?.toISOString() ?? null,
-  }))
+export function migrationStatus(handle: DatabaseHandle) {
+  return withMigrator(handle, false, async (m) =>
+    (await m.getMigrations()).map((info) => ({
+      name: info.name,
+      executed_at: info.executedAt?.toISOString() ?? null,
+    })),
+  )
 }
