@@ -88,8 +88,8 @@ describe.each(dialects)('CSV import killed mid-write on %s', (dialect) => {
     } else {
       const schema = await createThrowawaySchema('import_crash')
       dropSchema = schema.drop
-      env.DATABASE_URL = schema.url
-      const client = new pg.Client({ connectionString: schema.url })
+      Object.assign(env, schema.env)
+      const client = new pg.Client({ connectionString: schema.database.url })
       await client.connect()
       query = async (text, values) => (await client.query(text, values)).rows
       closeQuery = () => client.end()

@@ -40,10 +40,14 @@ export interface AuditRecord {
   detail: Record<string, unknown>
 }
 
-/** Key changes one account may make through the web application per hour (the CLI is not limited). */
-export const KEY_CHANGES_PER_HOUR = 30
-const KEY_CHANGE_WINDOW: SlidingWindow = { max: KEY_CHANGES_PER_HOUR, windowMs: 3600_000 }
-const KEY_CHANGES: AuditAction[] = ['api_key.created', 'api_key.rolled', 'api_key.revoked']
+/**
+ * Keys one person may issue (create or roll) in an account through the web application per hour
+ * (the CLI is not limited). Per person, so a member spending it never blocks an owner; revoking is
+ * never limited, because it is what one does when a key leaks.
+ */
+export const KEY_ISSUES_PER_HOUR = 30
+const KEY_ISSUE_WINDOW: SlidingWindow = { max: KEY_ISSUES_PER_HOUR, windowMs: 3600_000 }
+const KEY_ISSUES: AuditAction[] = ['api_key.created', 'api_key.rolled']
 
 export async function recordAudit(db: Db, accountId: string, entry: AuditEntry, now: Date): Promise<void> {
   await db
@@ -62,12 +66,21 @@ export async function recordAudit(db: Db, accountId: string, entry: AuditEntry, 
 }
 
 /**
- * Seconds until the account may change a key again, or 0: the log of the last hour is the budget,
- * so it is shared by every instance without another store.
+ * Seconds until this person may issue a key in the account again, or 0: the log of the last hour is
+ * the budget, so it is shared by every instance without another store.
  */
-export async function keyChangeRetryAfter(db: Kysely<Database>, accountId: string, now: Date): Promise<number> {
-  const keyChanges = db.selectFrom('audit_log').where('account_id', '=', accountId).where('action', 'in', KEY_CHANGES)
-  return retryAfter(keyChanges, KEY_CHANGE_WINDOW, now)
+export async function keyIssueRetryAfter(
+  db: Kysely<Database>,
+  accountId: string,
+  userId: string,
+  now: Date,
+): Promise<number> {
+  const issued = db
+    .selectFrom('audit_log')
+    .where('account_id', '=', accountId)
+    .where('actor_user_id', '=', userId)
+    .where('action', 'in', KEY_ISSUES)
+  return retryAfter(issued, KEY_ISSUE_WINDOW, now)
 }
 
 /** The account's latest entries, newest first, with the email of the person who acted. */

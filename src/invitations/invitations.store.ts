@@ -104,6 +104,15 @@ export async function revokeInvitation(db: Db, accountId: string, id: string, no
   return Number(result.numUpdatedRows) > 0
 }
 
+/** Revokes every pending invitation of this email to the account (a member removed cannot walk back in). */
+export async function revokeInvitationsOf(db: Db, accountId: string, email: string, now: Date): Promise<number> {
+  const result = await pending(db, accountId, now)
+    .where('email_lower', '=', emailKey(email))
+    .set({ revoked_at: now.toISOString() })
+    .executeTakeFirst()
+  return Number(result.numUpdatedRows)
+}
+
 /**
  * Seconds before one more invitation may be sent from this account and this client address (each
  * at most INVITATIONS_PER_HOUR in any hour); 0 when it may now. The invitations are the count, so

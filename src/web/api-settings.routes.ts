@@ -8,7 +8,7 @@ import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { type AuditActor, KEY_CHANGES_PER_HOUR, keyChangeRetryAfter, keyIssuedBy, listAudit } from '../audit/audit.js'
+import { type AuditActor, KEY_ISSUES_PER_HOUR, keyIssuedBy, keyIssueRetryAfter, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
@@ -114,13 +114,14 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     return found
   }
 
-  /** Within the account's hourly budget of key changes (the audit log counts them), or 429 and nothing changes. */
-  async function checkKeyChangeBudget(accountId: string, now: Date): Promise<void> {
-    const wait = await keyChangeRetryAfter(db, accountId, now)
+  /** Within the person's hourly budget of keys issued (the audit log counts them), or 429 and nothing changes. */
+  async function checkKeyIssueBudget(request: FastifyRequest, now: Date): Promise<void> {
+    const { account, user } = accountContext(request)
+    const wait = await keyIssueRetryAfter(db, account.id, user.id, now)
     if (wait > 0) {
       throw new AppError(
         'rate_limited',
-        `This account has made ${KEY_CHANGES_PER_HOUR} key changes in the last hour; try again in ${Math.ceil(wait / 60)} min.`,
+        `You have issued ${KEY_ISSUES_PER_HOUR} keys in this account in the last hour; try again in ${Math.ceil(wait / 60)} min. Revoking a key is never limited.`,
         { headers: { 'retry-after': String(wait) } },
       )
     }
@@ -180,7 +181,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       if (values.scope === 'full') {
         refuseMemberFullAccess(request)
       }
-      await checkKeyChangeBudget(account.id, now)
+      await checkKeyIssueBudget(request, now)
       const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
       const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
@@ -230,10 +231,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       const key = await findKeyOr404(account.id, request.params.keyId)
       await refuseMemberUnlessOwnReadOnly(request, key.apiKey)
       const now = deps.clock.now()
-      // Revoking a revoked key changes nothing, so it spends nothing (the push is sent again).
-      if (key.apiKey.revoked_at === null) {
-        await checkKeyChangeBudget(account.id, now)
-      }
+      // Never limited: revoking is what one does when a key leaks, and it makes no secret.
       const { pushed } = await revokeKey(deps, key, actorOf(request), now)
       warnIfNotPushed(request, key.apiKey.id, pushed)
       return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
@@ -257,7 +255,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
         return render(request, reply, (c) => rollNowConfirmPage(c, { accountId: account.id, key: old.apiKey }))
       }
       const now = deps.clock.now()
-      await checkKeyChangeBudget(account.id, now)
+      await checkKeyIssueBudget(request, now)
       const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
       warnIfNotPushed(request, old.apiKey.id, pushed)
       const page = createdPath(account.id, apiKey.id)

@@ -495,6 +495,9 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       expect((await member.client.get(`/app/${owner.accountId}/settings/api/webhooks/new`)).statusCode).toBe(200)
       expect((await owner.client.post(`${members}/${memberId}/role`, { role: 'boss' })).statusCode).toBe(400)
 
+      // An invitation sent before the removal and not yet used stops working with it.
+      const pendingLink = await invite(owner.client, owner.accountId, 'rm-member@example.com', 'admin')
+
       // Removal: confirmation first, then the member's next request to the account is refused.
       const confirm = await owner.client.get(`${members}/${memberId}/remove`)
       expect(confirm.body).toContain('Remove rm-member@example.com?')
@@ -502,6 +505,8 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       expect((await member.client.get(`/app/${owner.accountId}/contacts`)).statusCode).toBe(404)
       await member.client.get(`/app/${member.accountId}/contacts`)
       expect((await member.client.post(`/app/${owner.accountId}/contacts`, { first_name: 'X' })).statusCode).toBe(404)
+      expect(await membership(owner.accountId, 'rm-member@example.com')).toBeUndefined()
+      expect((await accept(member.client, pendingLink)).statusCode).toBe(404)
       expect(await membership(owner.accountId, 'rm-member@example.com')).toBeUndefined()
       // Their own account still works: the session ends for that account only.
       expect((await member.client.get(`/app/${member.accountId}/contacts`)).statusCode).toBe(200)

@@ -12,11 +12,12 @@ import {
   invitationRetryAfter,
   listPendingInvitations,
   revokeInvitation,
+  revokeInvitationsOf,
 } from '../invitations/invitations.store.js'
 import { normalizeEmail } from '../lib/email.js'
 import { clientKey } from '../rate-limit/client-key.js'
 import { can, isRole } from '../users/roles.js'
-import { changeMembership, listMembers } from '../users/users.store.js'
+import { changeMembership, findUser, listMembers } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
 import { invitationCreatedPage, membersPage, removeMemberConfirmPage } from './pages/members-page.js'
 import { settingsPage } from './pages/settings-pages.js'
@@ -212,12 +213,17 @@ const ownerRoutes: FastifyPluginAsyncTypebox<{
     { schema: { params: MemberParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
       const { account, user } = accountContext(request)
+      const removed = await findUser(db, request.params.userId)
       const result = await changeMembership(db, account.id, request.params.userId, null)
       if (!result.ok) {
         if (result.code === 'not_found') {
           throw new AppError('not_found', 'No such member in this account.')
         }
         return render(request, reply, await page(account.id, user.id, { notice: NOTICES.get('last-owner') }), 409)
+      }
+      // A link sent to them before, not yet used, would bring them straight back.
+      if (removed) {
+        await revokeInvitationsOf(db, account.id, removed.email, deps.clock.now())
       }
       return reply.redirect(request.params.userId === user.id ? '/app' : `${base(account.id)}?notice=removed`, 303)
     },
