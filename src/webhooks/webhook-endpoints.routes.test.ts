@@ -490,16 +490,17 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
       expect((await t.inject(globex, { method: 'GET', url: `${at}/deliveries` })).json().deliveries).toHaveLength(1)
     })
 
-    it('a read-only key can read; every write is 403 insufficient_scope', async () => {
+    it('a read-only key (all a member may issue) is 403 insufficient_scope on every webhook route, reads included', async () => {
       const acme = await t.createAccount()
       const created = await create(acme)
       const delivery = (await t.inject(acme, { method: 'POST', url: `${BASE}/${created.id}/test` })).json()
       const reader = { ...acme, key: await t.createKey(acme, { scopes: ['read'] }) }
       const at = `${BASE}/${created.id}`
+      // An endpoint's URL may carry a token, a delivery what the receiver answered: an admin's business.
       for (const url of [BASE, at, `${at}/deliveries`, `${at}/deliveries/${delivery.id}`]) {
         const res = await t.inject(reader, { method: 'GET', url })
-        expect(res.statusCode, url).toBe(200)
-        expect(res.body).not.toContain('whsec_')
+        expectProblem(res, 403, 'insufficient_scope')
+        expect(res.body).not.toContain('hooks.example.com')
       }
       for (const request of [
         { method: 'POST' as const, url: BASE, payload: { url: 'https://hooks.example.com/ro' } },

@@ -65,6 +65,17 @@ const EmptyBody = Type.Object({}, { additionalProperties: false })
 export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
   const now = () => deps.clock.now()
+  // Webhook configuration is an admin's business (DESIGN §11: members manage contacts only), and full
+  // access is the API's admin: only owners and admins can issue such keys. An endpoint's URL may
+  // carry a token and a delivery shows what the receiver answered, so reading needs it too.
+  app.addHook('onRequest', async (request) => {
+    if (!authOf(request).key.scopes.includes('write')) {
+      throw new AppError(
+        'insufficient_scope',
+        'Webhook endpoints need a key with full access, even to read: this API key is read-only.',
+      )
+    }
+  })
   /** The endpoint, or 404: another account's endpoint is no different from one that does not exist. */
   const endpointOf = async (accountId: string, id: string) => {
     const endpoint = await findEndpoint(db, accountId, id)
@@ -87,7 +98,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
             ListEnvelope('WebhookEndpointList', 'webhook_endpoints', WebhookEndpointSchema),
             'A page of webhook endpoints.',
           ),
-          ...apiProblems('invalid_cursor'),
+          ...apiProblems('insufficient_scope', 'invalid_cursor'),
         },
       },
     },
@@ -151,7 +162,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         description: 'An endpoint of this account, without its secret; any other id, well-formed or not, is 404.',
         params: IdParams,
         querystring: NoQuery,
-        response: { 200: jsonResponse(WebhookEndpointSchema, 'The endpoint.'), ...apiProblems('not_found') },
+        response: {
+          200: jsonResponse(WebhookEndpointSchema, 'The endpoint.'),
+          ...apiProblems('insufficient_scope', 'not_found'),
+        },
       },
     },
     async (request, reply) => {
@@ -302,7 +316,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
             ListEnvelope('WebhookDeliveryList', 'deliveries', WebhookDeliverySchema),
             'A page of deliveries.',
           ),
-          ...apiProblems('invalid_cursor', 'not_found'),
+          ...apiProblems('insufficient_scope', 'invalid_cursor', 'not_found'),
         },
       },
     },
@@ -330,7 +344,10 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         description: "One of this endpoint's deliveries; any other id is 404.",
         params: DeliveryParams,
         querystring: NoQuery,
-        response: { 200: jsonResponse(WebhookDeliverySchema, 'The delivery.'), ...apiProblems('not_found') },
+        response: {
+          200: jsonResponse(WebhookDeliverySchema, 'The delivery.'),
+          ...apiProblems('insufficient_scope', 'not_found'),
+        },
       },
     },
     async (request, reply) => {
