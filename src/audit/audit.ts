@@ -118,6 +118,21 @@ export async function listAudit(db: Kysely<Database>, accountId: string, limit: 
  * The person who issued the key, from the log: the actor of its `api_key.created` entry, or of the
  * `api_key.rolled` entry that made it. Null when the command line issued it (or nothing is logged).
  */
+/** The keys this person issued in the account (created, or made by a roll), as the log records them. */
+export async function keysIssuedBy(db: Kysely<Database>, accountId: string, userId: string): Promise<Set<string>> {
+  const rows = await db
+    .selectFrom('audit_log')
+    .select(['action', 'target_id', 'detail'])
+    .where('account_id', '=', accountId)
+    .where('actor_user_id', '=', userId)
+    .where('action', 'in', KEY_ISSUES)
+    .execute()
+  const ids = rows.map((row) =>
+    row.action === 'api_key.rolled' ? String(JSON.parse(row.detail).new_key_id ?? '') : row.target_id,
+  )
+  return new Set(ids)
+}
+
 export async function keyIssuedBy(db: Kysely<Database>, accountId: string, keyId: string): Promise<string | null> {
   const row = await db
     .selectFrom('audit_log')

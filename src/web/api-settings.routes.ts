@@ -8,7 +8,14 @@ import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { type AuditActor, KEY_ISSUES_PER_HOUR, keyIssuedBy, keyIssueRetryAfter, listAudit } from '../audit/audit.js'
+import {
+  type AuditActor,
+  KEY_ISSUES_PER_HOUR,
+  keyIssuedBy,
+  keyIssueRetryAfter,
+  keysIssuedBy,
+  listAudit,
+} from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
@@ -97,13 +104,18 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   /** What the settings page shows: keys with their daily requests, the recent activity, the webhook endpoints. */
   async function pageData(request: FastifyRequest, now: Date) {
-    const { account, role } = accountContext(request)
-    const [{ rows, days }, activity, endpoints] = await Promise.all([
+    const { account, role, user } = accountContext(request)
+    const fullAccess = can(role, 'full_keys')
+    const [{ rows, days }, activity, endpoints, mine] = await Promise.all([
       keyRows(account.id, now),
       listAudit(db, account.id, 10),
       canManageWebhooks(role) ? listAccountEndpoints(db, account.id) : undefined,
+      fullAccess ? undefined : keysIssuedBy(db, account.id, user.id),
     ])
-    return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess: can(role, 'full_keys') }
+    // A member sees Roll and Revoke only where refuseMemberUnlessOwnReadOnly would let them act.
+    const mayManage = (key: { id: string; scopes: readonly string[] }) =>
+      fullAccess || (!key.scopes.includes('write') && (mine?.has(key.id) ?? false))
+    return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess, mayManage }
   }
 
   async function findKeyOr404(accountId: string, keyId: string) {

@@ -450,7 +450,12 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       const member = team.clients.member
       const own = await createKey(member, team.accountId, 'read')
       expect(own).toMatch(/^key_/)
-      await member.get(`${base(team)}/settings/api`)
+      // The page offers Roll and Revoke on their own read-only key only, not on the owner's keys.
+      const page = (await member.get(`${base(team)}/settings/api`)).body
+      expect(page).toContain(`/settings/api/keys/${own}/revoke`)
+      expect(page).toContain(`data-key-id="${team.ownerReadKey}"`)
+      expect(page).not.toContain(`/settings/api/keys/${team.ownerReadKey}/revoke`)
+      expect(page).not.toContain(`/settings/api/keys/${team.ownerReadKey}/roll`)
       expect((await member.post(`${base(team)}/settings/api/keys/${own}/revoke`, {})).statusCode).toBe(303)
       expect((await member.post(`${base(team)}/settings/api/keys/${team.ownerReadKey}/revoke`, {})).statusCode).toBe(
         403,

@@ -69,6 +69,8 @@ export function apiSettingsPage(
     endpoints: WebhookEndpoint[] | undefined
     /** May issue full-access keys (owners and admins; a member only read-only ones). */
     fullAccess: boolean
+    /** May roll and revoke this key (a member: only the read-only keys they issued). */
+    mayManage: (key: { id: string; scopes: readonly string[] }) => boolean
     notice?: string
     values?: { name?: string }
     error?: string
@@ -100,7 +102,7 @@ ${
 <td><span class="status ${state}">${state}</span></td>
 <td>${usageChart(usage, data.days)}</td>
 <td class="actions">${
-          state === 'active'
+          state === 'active' && data.mayManage(key)
             ? html`<form method="post" action="/app/${accountId}/settings/api/keys/${key.id}/roll">${csrfInput(context.csrf)}
 <label class="hint" for="overlap-${key.id}">Old key expires</label>
 <select id="overlap-${key.id}" name="overlap">${Object.entries(OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
