@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { signUp, type WebClient, webClient } from '../../test/web-client.js'
-import { INVITATIONS_PER_HOUR } from '../invitations/invitations.store.js'
+import { createInvitation, INVITATIONS_PER_HOUR } from '../invitations/invitations.store.js'
 import { manualClock } from '../lib/clock.js'
 import { purgeExpiredSessions, SESSION_TTL_MS } from '../users/sessions.store.js'
 
@@ -158,7 +158,22 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
         (await accept(admin.client, await invite(owner.client, owner.accountId, 'inv5-admin@example.com', 'admin')))
           .statusCode,
       ).toBe(303)
-      const again = await invite(owner.client, owner.accountId, 'inv5-admin@example.com', 'member')
+      // The form refuses to invite a member again; a link made before they joined still may reach them.
+      const ownerId = (
+        await t.db
+          .selectFrom('users')
+          .select('id')
+          .where('email_lower', '=', 'inv5-owner@example.com')
+          .executeTakeFirstOrThrow()
+      ).id
+      const { token } = await createInvitation(t.db, owner.accountId, {
+        email: 'inv5-admin@example.com',
+        role: 'member',
+        invitedBy: ownerId,
+        clientKey: '127.0.0.1',
+        now: clock.now(),
+      })
+      const again = `/invitations/${token}`
       const res = await accept(admin.client, again)
       expect(res.statusCode).toBe(303)
       expect(res.headers.location).toBe(`/app/${owner.accountId}/contacts`)
@@ -500,8 +515,21 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       expect((await member.client.get(`/app/${owner.accountId}/settings/api/webhooks/new`)).statusCode).toBe(200)
       expect((await owner.client.post(`${members}/${memberId}/role`, { role: 'boss' })).statusCode).toBe(400)
 
-      // An invitation sent before the removal and not yet used stops working with it.
-      const pendingLink = await invite(owner.client, owner.accountId, 'rm-member@example.com', 'admin')
+      // The form will not invite a current member again (409, no link) ...
+      await owner.client.get(members)
+      const again = await owner.client.post(members, { email: 'RM-member@example.com', role: 'admin' })
+      expect(again.statusCode).toBe(409)
+      expect(again.body).toContain('is already a member of this account')
+      // ... and an invitation still pending at the removal (made here directly: one sent before they
+      // joined some other way) stops working with it.
+      const { token } = await createInvitation(t.db, owner.accountId, {
+        email: 'rm-member@example.com',
+        role: 'admin',
+        invitedBy: ownerId,
+        clientKey: '127.0.0.1',
+        now: clock.now(),
+      })
+      const pendingLink = `/invitations/${token}`
 
       // Removal: confirmation first, then the member's next request to the account is refused.
       const confirm = await owner.client.get(`${members}/${memberId}/remove`)

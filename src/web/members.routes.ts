@@ -14,7 +14,7 @@ import {
   revokeInvitation,
   revokeInvitationsOf,
 } from '../invitations/invitations.store.js'
-import { normalizeEmail } from '../lib/email.js'
+import { emailKey, normalizeEmail } from '../lib/email.js'
 import { clientKey } from '../rate-limit/client-key.js'
 import { can, isRole } from '../users/roles.js'
 import { changeMembership, findUser, listMembers } from '../users/users.store.js'
@@ -121,6 +121,13 @@ const ownerRoutes: FastifyPluginAsyncTypebox<{
     if (!email || (role !== 'admin' && role !== 'member')) {
       const error = email ? 'Choose the role from the list.' : 'Enter an email address, like name@example.com.'
       return render(request, reply, await page(account.id, user.id, { ...values, error }), 400)
+    }
+    // Already in this account (the list above shows it anyway): say so, rather than make a link that
+    // would change nothing; a role is changed in the list.
+    const members = await listMembers(db, account.id)
+    if (members.some((member) => emailKey(member.email) === emailKey(email))) {
+      const error = `${email} is already a member of this account; change their role in the list above.`
+      return render(request, reply, await page(account.id, user.id, { ...values, error }), 409)
     }
     const now = deps.clock.now()
     const client = clientKey(request.ip)
