@@ -9,10 +9,11 @@
 // script handles both answers to an upload: the synchronous import (200) and the job (303).
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
-import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { freePort } from '../test/processes.js'
+import { httpWebClient } from '../test/web-client.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -28,14 +29,6 @@ const { values: args } = parseArgs({
 })
 const root = path.resolve(args.root)
 const rows = Number(args.rows)
-
-async function freePort(): Promise<number> {
-  const server = createServer()
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
-  const address = server.address()
-  await new Promise((resolve) => server.close(resolve))
-  return typeof address === 'object' && address ? address.port : 0
-}
 
 const dataDir = mkdtempSync(path.join(tmpdir(), 'import-neighbour-'))
 const port = await freePort()
@@ -90,48 +83,8 @@ await new Promise<void>((resolve, reject) => {
   server.stderr?.on('data', hear)
 })
 
-/** A cookie-keeping form client over fetch. */
-function webClient() {
-  const cookies = new Map<string, string>()
-  let last = ''
-  const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-  const keep = async (res: Response) => {
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';')
-      const [name = '', value = ''] = pair.split('=')
-      cookies.set(name, value)
-    }
-    const body = await res.text()
-    if ((res.headers.get('content-type') ?? '').startsWith('text/html')) {
-      last = body
-    }
-    return { status: res.status, body, location: res.headers.get('location'), refresh: res.headers.get('refresh') }
-  }
-  const csrf = () => /name="_csrf" value="([^"]*)"/.exec(last)?.[1] ?? ''
-  return {
-    get: async (p: string) => keep(await fetch(base + p, { headers: { cookie: cookie() }, redirect: 'manual' })),
-    post: async (p: string, fields: Record<string, string>) =>
-      keep(
-        await fetch(base + p, {
-          method: 'POST',
-          headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ _csrf: csrf(), ...fields }),
-          redirect: 'manual',
-        }),
-      ),
-    upload: async (p: string, name: string, content: string) => {
-      const form = new FormData()
-      form.append('_csrf', csrf())
-      form.append('file', new Blob([content], { type: 'text/csv' }), name)
-      return keep(
-        await fetch(base + p, { method: 'POST', headers: { cookie: cookie() }, body: form, redirect: 'manual' }),
-      )
-    },
-  }
-}
-
 // Tenant A: a person signed up in the web app. Tenant B: an account with an API key and 200 contacts.
-const a = webClient()
+const a = httpWebClient(base)
 await a.get('/sign-up')
 const signedUp = await a.post('/sign-up', {
   email: 'a@example.com',

@@ -18,11 +18,11 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'
-import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
+import { freePort } from '../test/processes.js'
 
 const args = Object.fromEntries(
   process.argv.slice(2).map((arg) => {
@@ -80,15 +80,6 @@ function startServer(databaseUrl: string, port: number): ChildProcess {
       WEBHOOK_WORKER: 'off',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
-  })
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = net.createServer().listen(0, '127.0.0.1', () => {
-      const address = server.address()
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0))
-    })
   })
 }
 

@@ -10,51 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from './dialects.js'
 import { createThrowawaySchema } from './harness.js'
 import { freePort, type ServerProcess, startServerProcess } from './processes.js'
+import { httpWebClient } from './web-client.js'
 
 const ROWS = 2000
 const dialects = (['sqlite', 'postgres'] as const).filter((d) => testDialects().includes(d))
-
-/** A cookie-keeping browser stand-in over fetch, with file uploads. */
-function browser(base: string) {
-  const cookies = new Map<string, string>()
-  let last = ''
-  const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-  const keep = async (res: Response) => {
-    for (const line of res.headers.getSetCookie()) {
-      const [pair = ''] = line.split(';')
-      const [name = '', value = ''] = pair.split('=')
-      cookies.set(name, value)
-    }
-    last = await res.text()
-    return {
-      status: res.status,
-      body: last,
-      location: res.headers.get('location'),
-      refresh: res.headers.get('refresh'),
-    }
-  }
-  const csrf = () => /name="_csrf" value="([^"]*)"/.exec(last)?.[1] ?? ''
-  return {
-    get: async (p: string) => keep(await fetch(base + p, { headers: { cookie: cookie() }, redirect: 'manual' })),
-    post: async (p: string, fields: Record<string, string>) =>
-      keep(
-        await fetch(base + p, {
-          method: 'POST',
-          headers: { cookie: cookie(), 'content-type': 'application/x-www-form-urlencoded' },
-          body: new URLSearchParams({ _csrf: csrf(), ...fields }),
-          redirect: 'manual',
-        }),
-      ),
-    upload: async (p: string, content: string) => {
-      const form = new FormData()
-      form.append('_csrf', csrf())
-      form.append('file', new Blob([content], { type: 'text/csv' }), 'crash.csv')
-      return keep(
-        await fetch(base + p, { method: 'POST', headers: { cookie: cookie() }, body: form, redirect: 'manual' }),
-      )
-    },
-  }
-}
 
 const written = (body: string) => Number(/data-rows-written>(\d+)</.exec(body)?.[1] ?? -1)
 
@@ -106,7 +65,7 @@ describe.each(dialects)('CSV import killed mid-write on %s', (dialect) => {
 
   it('resumes after the restart and writes every row once, with one event each', async () => {
     const base = `http://127.0.0.1:${env.PORT}`
-    const web = browser(base)
+    const web = httpWebClient(base)
     await web.get('/sign-up')
     const signedUp = await web.post('/sign-up', {
       email: 'crash@example.com',
@@ -117,7 +76,7 @@ describe.each(dialects)('CSV import killed mid-write on %s', (dialect) => {
     expect(accountId).not.toBe('')
     await web.get(`/app/${accountId}/contacts/import`)
     const csv = ['email,first_name,tags', ...Array.from({ length: ROWS }, (_, i) => `c${i}@example.com,C ${i},crash`)]
-    const started = await web.upload(`/app/${accountId}/contacts/import`, csv.join('\n'))
+    const started = await web.upload(`/app/${accountId}/contacts/import`, 'crash.csv', csv.join('\n'))
     expect(started.status).toBe(303)
     const job = started.location ?? ''
 

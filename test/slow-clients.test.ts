@@ -49,11 +49,8 @@ describe('slow clients', () => {
     const { closedAfterMs, answer } = await slow
     expect(closedAfterMs).toBeLessThan(4000)
     expect(closedAfterMs).toBeGreaterThanOrEqual(1400)
-    // Node's server answers 408 before it closes, when it can: as a problem, like any other error.
-    expect(answer === '' || answer.startsWith('HTTP/1.1 408')).toBe(true)
-    if (answer !== '') {
-      expectConnectionProblem(answer, 408, 'request_timeout')
-    }
+    // The client is still connected, so it is told why: a 408 problem, like any other error.
+    expectConnectionProblem(answer, 408, 'request_timeout')
   })
 
   /** Sends raw bytes, reads until the server closes. */

@@ -92,3 +92,79 @@ export async function inviteAndAccept(
   await member.get(path)
   return member.post(`${path}/accept`, {})
 }
+
+/** One part of a multipart/form-data body: a text field, or a file. */
+export type Part = { name: string; value: string } | { name: string; filename: string; content: string | Buffer }
+
+/** A multipart/form-data body built by hand, as a browser sends it (files as text/csv). */
+export function multipart(parts: Part[]): { payload: Buffer; headers: Record<string, string> } {
+  const boundary = '----contactsTestBoundary7MA4YWxkTrZu0gW'
+  const chunks: Buffer[] = []
+  for (const part of parts) {
+    if ('filename' in part) {
+      chunks.push(
+        Buffer.from(
+          `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"; filename="${part.filename}"\r\nContent-Type: text/csv\r\n\r\n`,
+        ),
+        Buffer.isBuffer(part.content) ? part.content : Buffer.from(part.content),
+        Buffer.from('\r\n'),
+      )
+    } else {
+      chunks.push(
+        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"\r\n\r\n${part.value}\r\n`),
+      )
+    }
+  }
+  chunks.push(Buffer.from(`--${boundary}--\r\n`))
+  return {
+    payload: Buffer.concat(chunks),
+    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+  }
+}
+
+export interface HttpAnswer {
+  status: number
+  body: string
+  location: string | null
+  refresh: string | null
+}
+
+/**
+ * The browser stand-in of webClient, over fetch to a real port (a server process): keeps cookies,
+ * takes the CSRF token from the last HTML page, posts forms and uploads files.
+ */
+export function httpWebClient(base: string) {
+  const cookies = new Map<string, string>()
+  let lastPage = ''
+  const cookie = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
+  const keep = async (res: Response): Promise<HttpAnswer> => {
+    for (const line of res.headers.getSetCookie()) {
+      const [pair = ''] = line.split(';')
+      const [name = '', value = ''] = pair.split('=')
+      cookies.set(name, value)
+    }
+    const body = await res.text()
+    if ((res.headers.get('content-type') ?? '').startsWith('text/html')) {
+      lastPage = body
+    }
+    return { status: res.status, body, location: res.headers.get('location'), refresh: res.headers.get('refresh') }
+  }
+  const csrf = () => /name="_csrf" value="([^"]*)"/.exec(lastPage)?.[1] ?? ''
+  const send = async (path: string, init: RequestInit) =>
+    keep(await fetch(base + path, { ...init, headers: { cookie: cookie(), ...init.headers }, redirect: 'manual' }))
+  return {
+    get: (path: string) => send(path, {}),
+    post: (path: string, fields: Record<string, string>) =>
+      send(path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ _csrf: csrf(), ...fields }),
+      }),
+    upload: (path: string, filename: string, content: string) => {
+      const form = new FormData()
+      form.append('_csrf', csrf())
+      form.append('file', new Blob([content], { type: 'text/csv' }), filename)
+      return send(path, { method: 'POST', body: form })
+    },
+  }
+}

@@ -115,10 +115,9 @@ export async function listAudit(db: Kysely<Database>, accountId: string, limit: 
 }
 
 /**
- * The person who issued the key, from the log: the actor of its `api_key.created` entry, or of the
- * `api_key.rolled` entry that made it. Null when the command line issued it (or nothing is logged).
+ * The keys this person issued in the account, from the log: the targets of their `api_key.created`
+ * entries and the new keys of their `api_key.rolled` ones (keys the command line issued have no person).
  */
-/** The keys this person issued in the account (created, or made by a roll), as the log records them. */
 export async function keysIssuedBy(db: Kysely<Database>, accountId: string, userId: string): Promise<Set<string>> {
   const rows = await db
     .selectFrom('audit_log')
@@ -131,20 +130,4 @@ export async function keysIssuedBy(db: Kysely<Database>, accountId: string, user
     row.action === 'api_key.rolled' ? String(JSON.parse(row.detail).new_key_id ?? '') : row.target_id,
   )
   return new Set(ids)
-}
-
-export async function keyIssuedBy(db: Kysely<Database>, accountId: string, keyId: string): Promise<string | null> {
-  const row = await db
-    .selectFrom('audit_log')
-    .select('actor_user_id')
-    .where('account_id', '=', accountId)
-    .where((eb) =>
-      eb.or([
-        eb.and([eb('action', '=', 'api_key.created'), eb('target_id', '=', keyId)]),
-        // Key ids are [A-Z0-9_]: nothing in one is a LIKE wildcard.
-        eb.and([eb('action', '=', 'api_key.rolled'), eb('detail', 'like', `%"new_key_id":"${keyId}"%`)]),
-      ]),
-    )
-    .executeTakeFirst()
-  return row?.actor_user_id ?? null
 }

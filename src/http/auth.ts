@@ -1,4 +1,4 @@
-// Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method.
+// Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method (or full access for a whole scope: requireFullAccess).
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { apiKeyPattern, parseAuthorization } from '../api-keys/api-key.js'
 import type { KeyWithAccount } from '../api-keys/api-keys.store.js'
@@ -59,6 +59,21 @@ export function requireApiKey(
       throw new AppError(
         'insufficient_scope',
         `This API key is read-only; ${request.method} needs a key with write access.`,
+      )
+    }
+  })
+}
+
+/**
+ * Adds to a plugin scope under requireApiKey: every route in it needs a full-access key (the write
+ * scope), reads included, for resources that are an admin's business (`what` names them).
+ */
+export function requireFullAccess(scope: FastifyInstance, what: string): void {
+  scope.addHook('onRequest', async (request) => {
+    if (!authOf(request).key.scopes.includes('write')) {
+      throw new AppError(
+        'insufficient_scope',
+        `${what} need a key with full access, even to read: this API key is read-only.`,
       )
     }
   })

@@ -8,14 +8,7 @@ import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import {
-  type AuditActor,
-  KEY_ISSUES_PER_HOUR,
-  keyIssuedBy,
-  keyIssueRetryAfter,
-  keysIssuedBy,
-  listAudit,
-} from '../audit/audit.js'
+import { type AuditActor, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
@@ -104,17 +97,14 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   /** What the settings page shows: keys with their daily requests, the recent activity, the webhook endpoints. */
   async function pageData(request: FastifyRequest, now: Date) {
-    const { account, role, user } = accountContext(request)
-    const fullAccess = can(role, 'full_keys')
-    const [{ rows, days }, activity, endpoints, mine] = await Promise.all([
+    const { account, role } = accountContext(request)
+    const [{ rows, days }, activity, endpoints, mayManage] = await Promise.all([
       keyRows(account.id, now),
       listAudit(db, account.id, 10),
       canManageWebhooks(role) ? listAccountEndpoints(db, account.id) : undefined,
-      fullAccess ? undefined : keysIssuedBy(db, account.id, user.id),
+      keyManagement(request),
     ])
-    // A member sees Roll and Revoke only where refuseMemberUnlessOwnReadOnly would let them act.
-    const mayManage = (key: { id: string; scopes: readonly string[] }) =>
-      fullAccess || (!key.scopes.includes('write') && (mine?.has(key.id) ?? false))
+    const fullAccess = can(role, 'full_keys')
     return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess, mayManage }
   }
 
@@ -140,15 +130,23 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   }
 
   /**
-   * A member revokes or rolls only read-only keys they issued themselves (users/roles.ts): never a
-   * full-access key, nor a read-only key someone else's integration depends on.
+   * Which keys this person may roll and revoke: all for owners and admins; for a member, only the
+   * read-only keys they issued themselves (users/roles.ts), never a full-access key nor a read-only
+   * key someone else's integration depends on. The page shows the buttons, and the guard refuses, by it.
    */
-  async function refuseMemberUnlessOwnReadOnly(request: FastifyRequest, key: ApiKey): Promise<void> {
+  async function keyManagement(
+    request: FastifyRequest,
+  ): Promise<(key: { id: string; scopes: readonly string[] }) => boolean> {
     const { role, user, account } = accountContext(request)
     if (can(role, 'full_keys')) {
-      return
+      return () => true
     }
-    if (key.scopes.includes('write') || (await keyIssuedBy(db, account.id, key.id)) !== user.id) {
+    const mine = await keysIssuedBy(db, account.id, user.id)
+    return (key) => !key.scopes.includes('write') && mine.has(key.id)
+  }
+
+  async function refuseMemberUnlessOwnReadOnly(request: FastifyRequest, key: ApiKey): Promise<void> {
+    if (!(await keyManagement(request))(key)) {
       throw new AppError('insufficient_scope', 'Members can revoke and roll only the read-only keys they created.')
     }
   }

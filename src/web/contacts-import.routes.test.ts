@@ -6,7 +6,7 @@ import { stringify } from 'csv-stringify/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
-import { signUp as signUpClient } from '../../test/web-client.js'
+import { multipart, type Part, signUp as signUpClient } from '../../test/web-client.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
 import { createContact } from '../contacts/contacts.store.js'
 import { inTransaction } from '../db/transaction.js'
@@ -16,34 +16,6 @@ interface Session {
   accountId: string
   cookie: string
   csrf: string
-}
-
-type Part = { name: string; value: string } | { name: string; filename: string; content: string | Buffer }
-
-/** A multipart/form-data body built by hand, as a browser sends it. */
-function multipart(parts: Part[]) {
-  const boundary = '----contactsTestBoundary7MA4YWxkTrZu0gW'
-  const chunks: Buffer[] = []
-  for (const part of parts) {
-    if ('filename' in part) {
-      chunks.push(
-        Buffer.from(
-          `--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"; filename="${part.filename}"\r\nContent-Type: text/csv\r\n\r\n`,
-        ),
-        Buffer.isBuffer(part.content) ? part.content : Buffer.from(part.content),
-        Buffer.from('\r\n'),
-      )
-    } else {
-      chunks.push(
-        Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${part.name}"\r\n\r\n${part.value}\r\n`),
-      )
-    }
-  }
-  chunks.push(Buffer.from(`--${boundary}--\r\n`))
-  return {
-    payload: Buffer.concat(chunks),
-    headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
-  }
 }
 
 /** A file of `n` valid rows (emails `prefix-i@example.com`). */

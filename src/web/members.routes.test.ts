@@ -37,6 +37,8 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
   })
   afterAll(() => t.close())
 
+  const userId = async (email: string) =>
+    (await t.db.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirstOrThrow()).id
   const membership = (accountId: string, email: string) =>
     t.db
       .selectFrom('memberships')
@@ -159,13 +161,7 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
           .statusCode,
       ).toBe(303)
       // The form refuses to invite a member again; a link made before they joined still may reach them.
-      const ownerId = (
-        await t.db
-          .selectFrom('users')
-          .select('id')
-          .where('email_lower', '=', 'inv5-owner@example.com')
-          .executeTakeFirstOrThrow()
-      ).id
+      const ownerId = await userId('inv5-owner@example.com')
       const { token } = await createInvitation(t.db, owner.accountId, {
         email: 'inv5-admin@example.com',
         role: 'member',
@@ -268,8 +264,6 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       ownerReadKey: string
     }
     let team: Team
-    const userId = async (email: string) =>
-      (await t.db.selectFrom('users').select('id').where('email_lower', '=', email).executeTakeFirstOrThrow()).id
     const createKey = async (client: WebClient, accountId: string, scope: 'full' | 'read') => {
       await client.get(`/app/${accountId}/settings/api`)
       const res = await client.post(`/app/${accountId}/settings/api/keys`, {
@@ -461,6 +455,24 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       expect(await c.changed?.(team)).toEqual(before)
     })
 
+    it("a member who spends their hourly key budget leaves the owner's own budget whole", async () => {
+      const owner = await signUp(t.app, 'budget-owner@example.com')
+      const member = await signUp(t.app, 'budget-member@example.com', 'B Co')
+      await accept(member.client, await invite(owner.client, owner.accountId, 'budget-member@example.com'))
+      for (let i = 0; i < 30; i++) {
+        expect(await createKey(member.client, owner.accountId, 'read')).toMatch(/^key_/)
+      }
+      await member.client.get(`/app/${owner.accountId}/settings/api`)
+      const refused = await member.client.post(`/app/${owner.accountId}/settings/api/keys`, {
+        name: 'one more',
+        scope: 'read',
+        expires: 'never',
+      })
+      expect(refused.statusCode).toBe(429)
+      const ownersKey = await createKey(owner.client, owner.accountId, 'full')
+      expect(ownersKey).toMatch(/^key_/)
+    })
+
     it('a member revokes read-only keys they created themselves, and no other', async () => {
       const member = team.clients.member
       const own = await createKey(member, team.accountId, 'read')
@@ -485,20 +497,8 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       expect(
         (await accept(member.client, await invite(owner.client, owner.accountId, 'rm-member@example.com'))).statusCode,
       ).toBe(303)
-      const memberId = (
-        await t.db
-          .selectFrom('users')
-          .select('id')
-          .where('email_lower', '=', 'rm-member@example.com')
-          .executeTakeFirstOrThrow()
-      ).id
-      const ownerId = (
-        await t.db
-          .selectFrom('users')
-          .select('id')
-          .where('email_lower', '=', 'rm-owner@example.com')
-          .executeTakeFirstOrThrow()
-      ).id
+      const memberId = await userId('rm-member@example.com')
+      const ownerId = await userId('rm-owner@example.com')
       const members = `/app/${owner.accountId}/settings/members`
 
       // The last owner can neither leave nor step down.
@@ -551,20 +551,8 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       const second = await signUp(t.app, 'two-second@example.com', 'S Co')
       const members = `/app/${owner.accountId}/settings/members`
       await accept(second.client, await invite(owner.client, owner.accountId, 'two-second@example.com', 'admin'))
-      const secondId = (
-        await t.db
-          .selectFrom('users')
-          .select('id')
-          .where('email_lower', '=', 'two-second@example.com')
-          .executeTakeFirstOrThrow()
-      ).id
-      const ownerId = (
-        await t.db
-          .selectFrom('users')
-          .select('id')
-          .where('email_lower', '=', 'two-owner@example.com')
-          .executeTakeFirstOrThrow()
-      ).id
+      const secondId = await userId('two-second@example.com')
+      const ownerId = await userId('two-owner@example.com')
       await owner.client.get(members)
       expect((await owner.client.post(`${members}/${secondId}/role`, { role: 'owner' })).statusCode).toBe(303)
       const stepDown = await owner.client.post(`${members}/${ownerId}/role`, { role: 'member' })

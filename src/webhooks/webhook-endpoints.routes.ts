@@ -6,7 +6,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
-import { authOf } from '../http/auth.js'
+import { authOf, requireFullAccess } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
 import { BODY_OPTIONAL } from '../http/openapi-components.js'
 import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
@@ -68,14 +68,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   // Webhook configuration is an admin's business (DESIGN §11: members manage contacts only), and full
   // access is the API's admin: only owners and admins can issue such keys. An endpoint's URL may
   // carry a token and a delivery shows what the receiver answered, so reading needs it too.
-  app.addHook('onRequest', async (request) => {
-    if (!authOf(request).key.scopes.includes('write')) {
-      throw new AppError(
-        'insufficient_scope',
-        'Webhook endpoints need a key with full access, even to read: this API key is read-only.',
-      )
-    }
-  })
+  requireFullAccess(app, 'Webhook endpoints')
   /** The endpoint, or 404: another account's endpoint is no different from one that does not exist. */
   const endpointOf = async (accountId: string, id: string) => {
     const endpoint = await findEndpoint(db, accountId, id)
