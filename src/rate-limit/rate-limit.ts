@@ -3,7 +3,7 @@
 import type { FastifyReply } from 'fastify'
 import { AppError } from '../http/errors.js'
 import { clientKey } from './client-key.js'
-import type { BucketPolicy, TakeResult, TokenBuckets } from './token-bucket.js'
+import type { BucketPolicy, Spend, TakeResult, TokenBuckets } from './token-bucket.js'
 
 const FAILED_AUTH_WINDOW_S = 60
 
@@ -28,8 +28,17 @@ const rateLimitHeader = (name: string, taken: TakeResult): string =>
   `"${name}";r=${taken.remaining};t=${taken.allowed ? taken.reset : taken.retryAfter}`
 
 export interface RateLimiter {
-  /** Spends one request of the account's budget; throws rate_limited when it is spent. */
-  takeAccount(accountId: string, reply: FastifyReply): Promise<void>
+  /**
+   * Spends `cost` requests of the account's budget (1 per request; a batch spends one per
+   * operation); throws rate_limited, spending nothing, when the budget holds less. A cost above
+   * the burst needs a full bucket and leaves it in debt.
+   */
+  takeAccount(accountId: string, reply: FastifyReply, cost?: number): Promise<void>
+  /**
+   * Spends `cost` more after the work is done (a scan that examined many rows); never refuses:
+   * the bucket goes into debt, down to minus its burst, and the next requests wait it out.
+   */
+  chargeAccount(accountId: string, reply: FastifyReply, cost: number): Promise<void>
   /**
    * Records a failed authentication and sends the IP's failed-auth budget in the RateLimit
    * headers; seconds to wait when the IP has used up its failures, else 0.
@@ -51,35 +60,57 @@ export function createRateLimiter(
 
   // Fail open: when the shared store is down the API keeps serving (and the error is logged),
   // because refusing every request would turn a Redis outage into a full outage.
-  const safeTake = async (key: string, p: BucketPolicy): Promise<TakeResult | undefined> => {
+  const safeTake = async (
+    key: string,
+    p: BucketPolicy,
+    cost = 1,
+    spend: Spend = 'take',
+  ): Promise<TakeResult | undefined> => {
     try {
-      return await buckets.take(key, p)
+      return await buckets.take(key, p, cost, spend)
     } catch (error) {
       onError(error)
       return undefined
     }
   }
 
+  const sendAccountBudget = (reply: FastifyReply, taken: TakeResult): void => {
+    reply.header('ratelimit-policy', accountPolicy)
+    reply.header('ratelimit', rateLimitHeader('account', taken))
+  }
+
+  const chargeAccount = async (accountId: string, reply: FastifyReply, cost: number): Promise<void> => {
+    if (!enabled || cost <= 0) {
+      return
+    }
+    const taken = await safeTake(`acct:${accountId}`, policy, cost, 'charge')
+    if (taken) {
+      sendAccountBudget(reply, taken)
+    }
+  }
+
   return {
-    async takeAccount(accountId, reply) {
+    async takeAccount(accountId, reply, cost = 1) {
       if (!enabled) {
         return
       }
-      const taken = await safeTake(`acct:${accountId}`, policy)
+      const taken = await safeTake(`acct:${accountId}`, policy, Math.min(cost, policy.burst))
       if (!taken) {
         return
       }
-      reply.header('ratelimit-policy', accountPolicy)
-      reply.header('ratelimit', rateLimitHeader('account', taken))
+      sendAccountBudget(reply, taken)
       if (!taken.allowed) {
         onReject('account')
+        const needs = cost > 1 ? `; this request needs ${Math.min(cost, policy.burst)}` : ''
         throw new AppError(
           'rate_limited',
-          `This account is over its rate limit of ${policy.rate} requests per second (burst ${policy.burst}); retry after ${taken.retryAfter} s.`,
+          `This account is over its rate limit of ${policy.rate} requests per second (burst ${policy.burst})${needs}; retry after ${taken.retryAfter} s.`,
           { headers: { 'retry-after': String(taken.retryAfter) } },
         )
       }
+      await chargeAccount(accountId, reply, cost - policy.burst)
     },
+    chargeAccount,
     async failedAuthLimited(ip, reply) {
       if (authFailuresPerMinute <= 0) {
         return 0
