@@ -58,10 +58,11 @@ svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }
    into a card whose cells carry their column's name (data-label), so no action is off-screen. */
 @media (max-width:640px){
   th.optional,td.optional { display:none; }
-  header .bar { flex-wrap:wrap; }
+  /* Row 1: the account (at most 11rem) and the person's menu (9.5rem) side by side; row 2: sections. */
+  header .bar { flex-wrap:wrap; column-gap:.6rem; }
   nav.sections { order:3; flex-basis:100%; }
-  details.menu summary { max-width:11rem; }
-  details.account-menu summary { max-width:12rem; }
+  details.account-menu summary { max-width:11rem; }
+  details.user-menu summary { max-width:9.5rem; }
   main { margin-top:1rem; }
   .table-wrap:has(table.cards) { border:0; overflow:visible; }
   table.cards { background:transparent; }
@@ -69,9 +70,12 @@ svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }
   table.cards, table.cards tbody, table.cards tr, table.cards td { display:block; }
   table.cards tr { background:#fff; border:1px solid var(--line); border-radius:8px; padding:.4rem 0; margin-bottom:.6rem; }
   table.cards td { border:0; padding:.2rem .8rem; overflow-wrap:anywhere; white-space:normal; }
-  table.cards td[data-label]::before { content:attr(data-label); display:inline-block; min-width:7rem; margin-right:.4rem; color:var(--muted); font-size:.85rem; font-weight:600; }
+  table.cards td[data-label]::before { content:attr(data-label); display:inline-block; min-width:7rem; margin-right:.4rem; color:var(--muted); font:600 .85rem/1.5 system-ui,-apple-system,"Segoe UI",sans-serif; }
+  table.cards caption { display:block; text-align:left; margin-bottom:.4rem; }
   table.cards td:first-child { font-weight:600; }
-  table.cards td.actions { padding-top:.4rem; }
+  table.cards td.actions { padding-top:.4rem; display:flex; flex-wrap:wrap; gap:.4rem; }
+  table.cards td.actions > * + * { margin-left:0; }
+  .actions-row form { flex-wrap:wrap; } .actions-row form label { flex-basis:100%; }
   td.mono, pre.payload { white-space:normal; overflow-wrap:anywhere; }
   dl.facts { grid-template-columns:1fr; gap:0; } dl.facts dd { margin-bottom:.4rem; overflow-wrap:anywhere; }
   h1 { overflow-wrap:anywhere; }

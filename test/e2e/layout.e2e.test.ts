@@ -6,7 +6,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { staticResolver } from '../static-resolver.js'
 import { browserAvailable, type E2E, signUpInBrowser, startE2E } from './browser.js'
-import { checkPage, VIEWPORTS, type Viewport } from './page-checks.js'
+import { checkPage, checkScreenshotsBudget, VIEWPORTS, type Viewport } from './page-checks.js'
 
 const HOOK_URL = 'https://hooks.example.com/contacts/sync-with-a-long-path'
 
@@ -39,6 +39,8 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await menu.locator('summary').click()
     }
   }
+
+  afterAll(checkScreenshotsBudget)
 
   for (const viewport of VIEWPORTS) {
     it(`at ${viewport.width} px`, async () => {

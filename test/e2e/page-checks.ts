@@ -1,6 +1,6 @@
 // What every page must pass in the browser, at each width: no horizontal scrolling, every control
 // inside the viewport, no serious or critical axe-core violation; and its screenshot for the docs.
-import { mkdirSync, readFileSync, statSync } from 'node:fs'
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import type { Page } from 'playwright-core'
@@ -17,6 +17,7 @@ export const DOCS_SCREENSHOTS = path.resolve('docs/screenshots')
 const SAVE_SCREENSHOTS = process.env.SCREENSHOTS === '1'
 /** Budgets from the brief: each file small enough for a repository, all of them together too. */
 export const SCREENSHOT_MAX_BYTES = 200 * 1024
+const SCREENSHOTS_TOTAL_MAX_BYTES = 3 * 1024 * 1024
 /** A full page taller than this is cut (the top is what the docs show; the checks cover it all). */
 const SCREENSHOT_MAX_HEIGHT = 2400
 
@@ -103,4 +104,15 @@ async function saveScreenshot(page: Page, file: string): Promise<void> {
     clip: { x: 0, y: 0, width, height: Math.min(height, SCREENSHOT_MAX_HEIGHT) },
   })
   expect(statSync(target).size, `${target} is over the size budget`).toBeLessThan(SCREENSHOT_MAX_BYTES)
+}
+
+/** After a SCREENSHOTS=1 run: all of docs/screenshots/ together within its budget. */
+export function checkScreenshotsBudget(): void {
+  if (!SAVE_SCREENSHOTS) {
+    return
+  }
+  const total = readdirSync(DOCS_SCREENSHOTS)
+    .filter((file) => file.endsWith('.png'))
+    .reduce((sum, file) => sum + statSync(path.join(DOCS_SCREENSHOTS, file)).size, 0)
+  expect(total, 'docs/screenshots/ in all').toBeLessThan(SCREENSHOTS_TOTAL_MAX_BYTES)
 }
