@@ -6,7 +6,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import { type ApiKey, findApiKey, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
+import { type ApiKey, findApiKey, keyState, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
 import { type AuditActor, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
@@ -20,6 +20,7 @@ import {
   keyCreatedPage,
   OVERLAP_CHOICES,
   revokeConfirmPage,
+  rollKeyPage,
   rollNowConfirmPage,
   USAGE_DAYS,
 } from './pages/api-settings-page.js'
@@ -85,6 +86,10 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   async function keyRows(accountId: string, now: Date): Promise<{ rows: KeyRow[]; days: string[] }> {
     const days = lastDays(now)
+    // Requests are counted in memory and written every 5 s (key-verifier.ts): without this, a key
+    // used a moment ago showed "Last used: never" and an empty chart. Only this process's counts;
+    // another instance's arrive within its 5 s (docs/web-app.md).
+    await deps.keyVerifier.flush().catch(() => {})
     const [keys, usage] = await Promise.all([
       listApiKeys(db, accountId, prefix),
       listKeyUsage(db, accountId, days[0] ?? ''),
@@ -245,6 +250,20 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       const { pushed } = await revokeKey(deps, key, actorOf(request), now)
       warnIfNotPushed(request, key.apiKey.id, pushed)
       return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
+    },
+  )
+
+  app.get(
+    '/settings/api/keys/:keyId/roll',
+    { schema: { params: KeyParams }, attachValidation: true },
+    async (request, reply) => {
+      const { account } = accountContext(request)
+      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      await refuseMemberUnlessOwnReadOnly(request, apiKey)
+      if (keyState(apiKey, deps.clock.now()) !== 'active') {
+        throw new AppError('not_found', 'This key cannot be rolled.')
+      }
+      return render(request, reply, (c) => rollKeyPage(c, { accountId: account.id, key: apiKey }))
     },
   )
 

@@ -3,12 +3,19 @@ export const APP_CSS = `
 :root { --fg:#1d2330; --muted:#5c6577; --line:#dde1e8; --bg:#f7f8fa; --accent:#2857d6; --danger:#b3261e; --ok:#1e7a3c; }
 * { box-sizing: border-box; }
 body { margin:0; font:15px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif; color:var(--fg); background:var(--bg); }
+.visually-hidden { position:absolute; width:1px; height:1px; padding:0; margin:-1px; overflow:hidden; clip:rect(0,0,0,0); white-space:nowrap; border:0; }
 header { background:#fff; border-bottom:1px solid var(--line); }
-header .bar { max-width:1100px; margin:0 auto; padding:.6rem 1rem; display:flex; gap:1rem; align-items:center; flex-wrap:wrap; }
-header .brand { font-weight:700; color:var(--fg); text-decoration:none; }
-header nav { display:flex; gap:.8rem; flex-wrap:wrap; flex:1; }
-header nav a { color:var(--muted); text-decoration:none; padding:.2rem .1rem; }
-header nav a[aria-current="page"] { color:var(--fg); border-bottom:2px solid var(--accent); }
+header .bar { max-width:1100px; margin:0 auto; padding:.5rem 1rem; display:flex; gap:.4rem 1.4rem; align-items:center; }
+header .brand { font-weight:700; color:var(--fg); text-decoration:none; margin-right:auto; }
+nav.sections { display:flex; gap:1.2rem; flex:1; }
+nav.sections a, nav.tabs a { color:var(--muted); text-decoration:none; padding:.35rem 0; border-bottom:2px solid transparent; }
+nav.sections a[aria-current="page"], nav.tabs a[aria-current="page"] { color:var(--fg); border-bottom-color:var(--accent); }
+details.menu { position:relative; min-width:0; }
+details.menu summary { cursor:pointer; padding:.3rem .6rem; border:1px solid var(--line); border-radius:6px; white-space:nowrap; overflow:hidden; text-overflow:ellipsis; max-width:18rem; }
+details.menu > ul { position:absolute; z-index:10; top:calc(100% + .3rem); margin:0; padding:.3rem 0; list-style:none; background:#fff; border:1px solid var(--line); border-radius:8px; box-shadow:0 4px 16px rgba(0,0,0,.1); min-width:13rem; max-width:calc(100vw - 2rem); }
+details.menu li { padding:.35rem .8rem; overflow-wrap:anywhere; } details.menu form { margin:0; }
+details.account-menu > ul { left:0; } details.user-menu { margin-left:auto; } details.user-menu > ul { right:0; }
+nav.tabs { display:flex; flex-wrap:wrap; gap:.2rem 1.4rem; border-bottom:1px solid var(--line); margin:-.5rem 0 1.2rem; }
 main { max-width:1100px; margin:1.5rem auto; padding:0 1rem; }
 h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:2rem 0 .6rem; }
 .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem 1.2rem; margin-bottom:1rem; }
@@ -44,8 +51,35 @@ td.mono { white-space:nowrap; }
 .secret { display:flex; gap:.5rem; } .secret input { font-family:ui-monospace,monospace; }
 .pager { margin-top:1rem; display:flex; gap:.6rem; }
 svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }
-.actions form { margin:0 0 .3rem; }
-@media (max-width:640px){ th.optional,td.optional { display:none; } }
+.actions { white-space:nowrap; } .actions form { margin:0; } .actions > * + * { margin-left:.3rem; }
+.inline-form { display:inline-flex; gap:.3rem; align-items:center; margin:0; } .inline-form select { width:auto; }
+.settings-list { padding-left:1.2rem; } .settings-list li { margin:.4rem 0; }
+/* Phones: the header's sections get a row of their own, and the tables marked .cards turn each row
+   into a card whose cells carry their column's name (data-label), so no action is off-screen. */
+@media (max-width:640px){
+  th.optional,td.optional { display:none; }
+  /* Row 1: the account (at most 11rem) and the person's menu (9.5rem) side by side; row 2: sections. */
+  header .bar { flex-wrap:wrap; column-gap:.6rem; }
+  nav.sections { order:3; flex-basis:100%; }
+  details.account-menu summary { max-width:11rem; }
+  details.user-menu summary { max-width:9.5rem; }
+  main { margin-top:1rem; }
+  .table-wrap:has(table.cards) { border:0; overflow:visible; }
+  table.cards { background:transparent; }
+  table.cards thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0,0,0,0); }
+  table.cards, table.cards tbody, table.cards tr, table.cards td { display:block; }
+  table.cards tr { background:#fff; border:1px solid var(--line); border-radius:8px; padding:.4rem 0; margin-bottom:.6rem; }
+  table.cards td { border:0; padding:.2rem .8rem; overflow-wrap:anywhere; white-space:normal; }
+  table.cards td[data-label]::before { content:attr(data-label); display:inline-block; min-width:7rem; margin-right:.4rem; color:var(--muted); font:600 .85rem/1.5 system-ui,-apple-system,"Segoe UI",sans-serif; }
+  table.cards caption { display:block; text-align:left; margin-bottom:.4rem; }
+  table.cards td:first-child { font-weight:600; }
+  table.cards td.actions { padding-top:.4rem; display:flex; flex-wrap:wrap; gap:.4rem; }
+  table.cards td.actions > * + * { margin-left:0; }
+  .actions-row form { flex-wrap:wrap; } .actions-row form label { flex-basis:100%; }
+  td.mono, pre.payload { white-space:normal; overflow-wrap:anywhere; }
+  dl.facts { grid-template-columns:1fr; gap:0; } dl.facts dd { margin-bottom:.4rem; overflow-wrap:anywhere; }
+  h1 { overflow-wrap:anywhere; }
+}
 `
 
 /** The copy button: the page works without it, so it is the only script. */

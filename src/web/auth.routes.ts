@@ -2,6 +2,7 @@
 // sign-in (throttled per email and address pair and per address, with growing delays) and sign-out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { hash, verify } from '@node-rs/argon2'
+import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ACCOUNT_NAME_MAX } from '../accounts/accounts.store.js'
 import { assertMayOwnAnother } from '../accounts/owned-accounts.js'
@@ -14,14 +15,20 @@ import { createSignUpThrottle } from '../rate-limit/sign-up-throttle.js'
 import { createSession, deleteSession } from '../users/sessions.store.js'
 import { createAccountForUser, createUserWithAccount, findUserByEmail } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
+import { safeNext } from './next-path.js'
 import { type FormErrors, signInPage, signUpPage } from './pages/auth-pages.js'
 import type { Render } from './render.js'
 import { type CookieOptions, clearSessionCookie, SESSION_COOKIE, setSessionCookie } from './session.js'
 
 const PASSWORD_MIN = 10
 
-const SIGN_UP_FIELDS = ['email', 'password', 'account_name'] as const
-const SIGN_IN_FIELDS = ['email', 'password'] as const
+const SIGN_UP_FIELDS = ['email', 'password', 'account_name', 'next'] as const
+const SIGN_IN_FIELDS = ['email', 'password', 'next'] as const
+// An invitation's page links here with where to return and the invited email to fill in.
+const AuthQuery = Type.Object({
+  next: Type.Optional(Type.String()),
+  email: Type.Optional(Type.String({ maxLength: 320 })),
+})
 const SignUpForm = FormBody(SIGN_UP_FIELDS)
 const SignInForm = FormBody(SIGN_IN_FIELDS)
 const SignOutForm = FormBody([])
@@ -58,10 +65,16 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     return `Too many attempts from your network. Try again in ${waitText(seconds)}.`
   }
 
-  app.get('/sign-up', async (request, reply) => render(request, reply, (c) => signUpPage(c, {})))
+  const prefill = (query: { email?: string | undefined }): Record<string, string> =>
+    typeof query.email === 'string' ? { email: query.email } : {}
+
+  app.get('/sign-up', { schema: { querystring: AuthQuery }, attachValidation: true }, async (request, reply) =>
+    render(request, reply, (c) => signUpPage(c, prefill(request.query), {}, safeNext(request.query.next))),
+  )
 
   app.post('/sign-up', { schema: { body: SignUpForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, SIGN_UP_FIELDS)
+    const next = safeNext(values.next)
     const errors: FormErrors = {}
     const email = normalizeEmail(values.email)
     if (!email) {
@@ -75,7 +88,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       errors.account_name = `Enter a name of 1 to ${ACCOUNT_NAME_MAX} characters.`
     }
     if (Object.keys(errors).length > 0 || !email) {
-      return render(request, reply, (c) => signUpPage(c, values, errors), 400)
+      return render(request, reply, (c) => signUpPage(c, values, errors, next), 400)
     }
     const shown = { email: values.email, account_name: values.account_name }
     const now = deps.clock.now()
@@ -85,21 +98,28 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     const wait = await signUpThrottle.take(address, now)
     if (wait > 0) {
       const message = tooMany(reply, wait)
-      return render(request, reply, (c) => signUpPage(c, shown, { form: message }), 429)
+      return render(request, reply, (c) => signUpPage(c, shown, { form: message }, next), 429)
     }
     const existing = await findUserByEmail(db, email)
     if (existing) {
-      return signUpExisting(request, reply, { user: existing, password: values.password, accountName, shown, now })
+      return signUpExisting(request, reply, {
+        user: existing,
+        password: values.password,
+        accountName,
+        shown,
+        now,
+        next,
+      })
     }
     const passwordHash = await hash(values.password)
     try {
       const { user, account } = await createUserWithAccount(db, { email, passwordHash, accountName, now })
       await startSession(request, reply, user.id)
-      return reply.redirect(`/app/${account.id}/settings/api`, 303)
+      return reply.redirect(next ?? landing(account.id), 303)
     } catch (error) {
       if (isUniqueViolation(error)) {
         // Signed up a moment ago by a concurrent request: the same answer as a wrong password below.
-        return render(request, reply, (c) => signUpPage(c, shown, { email: EMAIL_REGISTERED }), 409)
+        return render(request, reply, (c) => signUpPage(c, shown, { email: EMAIL_REGISTERED }, next), 409)
       }
       throw error
     }
@@ -121,32 +141,36 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       accountName: string
       shown: Record<string, string>
       now: Date
+      next: string | undefined
     },
   ) {
     const attempt = await signInThrottle.attempt(emailKey(input.user.email), clientKey(request.ip), input.now)
     if (!attempt.allowed) {
       const message = tooMany(reply, attempt.retryAfter)
-      return render(request, reply, (c) => signUpPage(c, input.shown, { form: message }), 429)
+      return render(request, reply, (c) => signUpPage(c, input.shown, { form: message }, input.next), 429)
     }
     if (!(await verify(input.user.password_hash, input.password).catch(() => false))) {
-      return render(request, reply, (c) => signUpPage(c, input.shown, { email: EMAIL_REGISTERED }), 409)
+      return render(request, reply, (c) => signUpPage(c, input.shown, { email: EMAIL_REGISTERED }, input.next), 409)
     }
     await attempt.succeeded()
     await assertMayOwnAnother(db, input.user.id, deps.config.maxAccountsPerPerson)
     const account = await createAccountForUser(db, input.user.id, input.accountName, input.now)
     await startSession(request, reply, input.user.id)
-    return reply.redirect(`/app/${account.id}/settings/api`, 303)
+    return reply.redirect(input.next ?? landing(account.id), 303)
   }
 
-  app.get('/sign-in', async (request, reply) => render(request, reply, (c) => signInPage(c, {})))
+  app.get('/sign-in', { schema: { querystring: AuthQuery }, attachValidation: true }, async (request, reply) =>
+    render(request, reply, (c) => signInPage(c, prefill(request.query), {}, safeNext(request.query.next))),
+  )
 
   app.post('/sign-in', { schema: { body: SignInForm }, attachValidation: true }, async (request, reply) => {
     const values = formValues(request, SIGN_IN_FIELDS)
+    const next = safeNext(values.next)
     const email = emailKey(values.email)
     const attempt = await signInThrottle.attempt(email, clientKey(request.ip), deps.clock.now())
     if (!attempt.allowed) {
       const message = tooMany(reply, attempt.retryAfter)
-      return render(request, reply, (c) => signInPage(c, { email: values.email }, { form: message }), 429)
+      return render(request, reply, (c) => signInPage(c, { email: values.email }, { form: message }, next), 429)
     }
     const user = email ? await findUserByEmail(db, email) : undefined
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
@@ -155,13 +179,15 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       return render(
         request,
         reply,
-        (c) => signInPage(c, { email: values.email }, { form: 'That email and password do not match an account.' }),
+        (c) =>
+          signInPage(c, { email: values.email }, { form: 'That email and password do not match an account.' }, next),
         401,
       )
     }
     await attempt.succeeded()
     await startSession(request, reply, user.id)
-    return reply.redirect('/app', 303)
+    // /app opens the person's first account's contacts: where a sign-up lands too.
+    return reply.redirect(next ?? '/app', 303)
   })
 
   app.post('/sign-out', { schema: { body: SignOutForm }, attachValidation: true }, async (request, reply) => {
@@ -173,6 +199,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     return reply.redirect('/sign-in', 303)
   })
 }
+
+/** Sign-up and sign-in land on the same page, the account's contacts (issue 13). */
+const landing = (accountId: string) => `/app/${accountId}/contacts`
 
 const EMAIL_REGISTERED = 'This email is already registered. Sign in with its password, or use another email.'
 

@@ -70,7 +70,7 @@ describe.each(testDialects())('CSV import job on %s', (dialect) => {
   const reportRows = (body: string) =>
     [
       ...body.matchAll(
-        /<tr><td>(\w+)<\/td><td class="mono">([^<]+)<\/td><td class="mono">([^<]*)<\/td><td>([^<]+)<\/td><\/tr>/g,
+        /<tr><td[^>]*>(\w+)<\/td><td class="mono"[^>]*>([^<]+)<\/td><td class="mono"[^>]*>([^<]*)<\/td><td[^>]*>([^<]+)<\/td><\/tr>/g,
       ),
     ].map((m) => [m[1], m[2], m[3], m[4]])
 

@@ -83,7 +83,7 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       const anonymous = webClient(t.app)
       const signedOut = await anonymous.get(path)
       expect(signedOut.statusCode).toBe(200)
-      expect(signedOut.body).toContain('Sign in as invited@EXAMPLE.com, or sign up')
+      expect(signedOut.body).toContain('Sign in as <strong>invited@EXAMPLE.com</strong>, or sign up')
       await anonymous.get('/sign-in')
       const anonymousPost = await anonymous.post(`${path}/accept`, {})
       expect(anonymousPost.statusCode).toBe(303)
@@ -123,7 +123,7 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       const late = await invite(owner.client, owner.accountId, 'late@example.com')
       const revoked = await invite(owner.client, owner.accountId, 'revoked@example.com')
       const page = await owner.client.get(`/app/${owner.accountId}/settings/members`)
-      expect(page.body).toContain('Revoke invitation for revoked@example.com')
+      expect(page.body).toContain('Revoke<span class="visually-hidden"> invitation for revoked@example.com</span>')
       const ids = [...page.body.matchAll(/invitations\/(inv_\w+)\/revoke/g)].map((m) => m[1])
       expect(ids).toHaveLength(2)
       const revokedId = (
@@ -597,7 +597,11 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       await withAgent(first, `/app/${accountId}/contacts`, 'DesktopBrowser/2.0')
       clock.advance(2 * 60 * 1000)
       try {
-        const page = await withAgent(phone, '/app/sessions', 'PhoneBrowser/1.0')
+        // The old address leads to the page under the first account's Settings.
+        const old = await withAgent(phone, '/app/sessions', 'PhoneBrowser/1.0')
+        expect(old.statusCode).toBe(303)
+        expect(old.headers.location).toBe(`/app/${accountId}/settings/sessions`)
+        const page = await withAgent(phone, `/app/${accountId}/settings/sessions`, 'PhoneBrowser/1.0')
         expect(page.statusCode).toBe(200)
         expect(page.headers['cache-control']).toBe('no-store')
         expect(page.body).toContain('PhoneBrowser/1.0')
@@ -610,8 +614,8 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
         const seen = await t.db.selectFrom('sessions').select(['last_seen_at', 'user_agent']).execute()
         expect(seen.map((s) => s.last_seen_at)).toContain(clock.now().toISOString())
 
-        await phone.get('/app/sessions')
-        const out = await phone.post('/app/sessions/sign-out-others', {})
+        await phone.get(`/app/${accountId}/settings/sessions`)
+        const out = await phone.post(`/app/${accountId}/settings/sessions/sign-out-others`, {})
         expect(out.statusCode).toBe(303)
         const first2 = await first.get(`/app/${accountId}/contacts`)
         expect(first2.statusCode).toBe(303)
@@ -660,7 +664,21 @@ describe.each(testDialects())('members, invitations, roles and sessions on %s', 
       expect(page.body).toContain(`<a href="/app/${accountId}/settings" aria-current="page">Settings</a>`)
       expect(page.body).toContain(`href="/app/${accountId}/settings/api">API &amp; Webhooks</a>`)
       expect(page.body).toContain(`href="/app/${accountId}/settings/members">Members</a>`)
-      expect(page.body).toContain('href="/app/sessions">Your sessions</a>')
+      expect(page.body).toContain(`href="/app/${accountId}/settings/sessions">Your sessions</a>`)
+      // Each page of the section has the same tabs, the current one marked.
+      for (const [path, tab] of [
+        ['api', 'API &amp; Webhooks'],
+        ['members', 'Members'],
+        ['sessions', 'Your sessions'],
+      ]) {
+        const section = await client.get(`/app/${accountId}/settings/${path}`)
+        expect(section.statusCode).toBe(200)
+        expect(section.body).toContain(`<a href="/app/${accountId}/settings" aria-current="page">Settings</a>`)
+        const tabs = /<nav class="tabs" aria-label="Settings">(.*?)<\/nav>/s.exec(section.body)?.[1] ?? ''
+        expect(tabs).toContain(`<a href="/app/${accountId}/settings/${path}" aria-current="page">${tab}</a>`)
+        expect(tabs.match(/aria-current/g)).toHaveLength(1)
+        expect(tabs).toContain('Members')
+      }
       const old = await client.get(`/app/${accountId}/members`)
       expect(old.statusCode).toBe(301)
       expect(old.headers.location).toBe(`/app/${accountId}/settings/members`)

@@ -12,7 +12,7 @@ import { FormBody } from './forms.js'
 import { errorPage } from './pages/layout.js'
 import { invitationPage, invitationRefusedPage, sessionsPage } from './pages/settings-pages.js'
 import type { Render } from './render.js'
-import { requireSignIn, sessionUser, signedInContext } from './request-context.js'
+import { accountContext, requireSignIn, sessionUser, signedInContext } from './request-context.js'
 import { SESSION_COOKIE } from './session.js'
 
 // The token is 32 random bytes in base64url; anything else is no link of ours.
@@ -77,29 +77,44 @@ export const peopleRoutes: FastifyPluginAsyncTypebox<{
   await app.register(sessionsRoutes, { deps, render })
 }
 
-/** The signed-in person's sessions (all their accounts share them). */
+/** /app/sessions, the sessions page's address before it moved under each account's Settings. */
 const sessionsRoutes: FastifyPluginAsyncTypebox<{
+  deps: Pick<Deps, 'database' | 'clock'>
+  render: Render
+}> = async (app, { deps }) => {
+  requireSignIn(app, deps.database.db)
+  app.get('/app/sessions', async (request, reply) => {
+    const first = signedInContext(request).memberships[0]
+    return reply.redirect(first ? `/app/${first.account.id}/settings/sessions` : '/app', 303)
+  })
+}
+
+/**
+ * Settings → Your sessions: the signed-in person's sessions (all their accounts share them), shown
+ * inside the account they came from so the page keeps its header and Settings tabs.
+ */
+export const accountSessionsRoutes: FastifyPluginAsyncTypebox<{
   deps: Pick<Deps, 'database' | 'clock'>
   render: Render
 }> = async (app, { deps, render }) => {
   const { db } = deps.database
-  requireSignIn(app, db)
 
-  app.get('/app/sessions', { schema: { querystring: SessionsQuery } }, async (request, reply) => {
-    const { user } = signedInContext(request)
+  app.get('/settings/sessions', { schema: { querystring: SessionsQuery } }, async (request, reply) => {
+    const { user, account } = accountContext(request)
     const token = request.cookies[SESSION_COOKIE] ?? ''
     const sessions = await listSessions(db, user.id, token, deps.clock.now())
     const notice = request.query.notice === 'signed-out' ? 'Every other session was signed out.' : undefined
-    return render(request, reply, (c) => sessionsPage(c, { sessions, ...(notice ? { notice } : {}) }))
+    const signOutOthers = `/app/${account.id}/settings/sessions/sign-out-others`
+    return render(request, reply, (c) => sessionsPage(c, { sessions, signOutOthers, ...(notice ? { notice } : {}) }))
   })
 
   app.post(
-    '/app/sessions/sign-out-others',
+    '/settings/sessions/sign-out-others',
     { schema: { body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { user } = signedInContext(request)
+      const { user, account } = accountContext(request)
       await deleteOtherSessions(db, user.id, request.cookies[SESSION_COOKIE] ?? '')
-      return reply.redirect('/app/sessions?notice=signed-out', 303)
+      return reply.redirect(`/app/${account.id}/settings/sessions?notice=signed-out`, 303)
     },
   )
 }

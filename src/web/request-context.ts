@@ -108,11 +108,12 @@ export function accountContext(request: FastifyRequest): AccountContext {
 
 /** What the page frame shows of this request: the person, their accounts, the current account. */
 export function pageContext(request: FastifyRequest, csrf: string): PageContext {
-  const { user, memberships, account } = stateOf(request)
+  const { user, memberships, account, role } = stateOf(request)
   return {
     csrf,
     ...(user ? { user } : {}),
     ...(memberships ? { memberships } : {}),
     ...(account ? { account } : {}),
+    ...(role ? { role } : {}),
   }
 }

@@ -353,7 +353,7 @@ describe.each(testDialects())('sign-up limits on %s', (dialect) => {
     expect(wrong.cookies.find((c) => c.name === 'sid')).toBeUndefined()
     const right = await signUpFrom('192.0.2.12', 'known@example.com')
     expect(right.statusCode).toBe(303)
-    expect(right.headers.location).toMatch(/^\/app\/acct_\w+\/settings\/api$/)
+    expect(right.headers.location).toMatch(/^\/app\/acct_\w+\/contacts$/)
     expect(right.cookies.find((c) => c.name === 'sid')).toBeDefined()
     expect(await userCount()).toBe(before.users)
     expect(await accountCount()).toBe(before.accounts + 1)

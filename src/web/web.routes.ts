@@ -16,7 +16,7 @@ import { contactsPagesRoutes } from './contacts-pages.routes.js'
 import { formField } from './forms.js'
 import { membersRoutes } from './members.routes.js'
 import { errorPage } from './pages/layout.js'
-import { peopleRoutes } from './people.routes.js'
+import { accountSessionsRoutes, peopleRoutes } from './people.routes.js'
 import { createRender } from './render.js'
 import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
 import { crossOriginReason, originOf, SAFE_METHODS } from './same-origin.js'
@@ -179,6 +179,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
           await accountScope.register(contactsPagesRoutes, { deps, render })
           await accountScope.register(contactsCsvRoutes, { deps, render })
           await accountScope.register(membersRoutes, { deps, render, cookieOptions })
+          await accountScope.register(accountSessionsRoutes, { deps, render })
         },
         { prefix: '/:accountId' },
       )

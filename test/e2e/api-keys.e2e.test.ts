@@ -14,6 +14,8 @@ describe.skipIf(!browserAvailable())('API keys in Chromium', () => {
   const me = (key: string) => fetch(`${e.base}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } })
 
   async function createKeyInUi(page: import('playwright-core').Page, name: string): Promise<string> {
+    await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Settings' }).click()
+    await page.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'API & Webhooks' }).click()
     await page.getByLabel('Name').fill(name)
     await page.getByRole('button', { name: 'Create key' }).click()
     await page.getByText('shown only this once').waitFor()
@@ -41,7 +43,7 @@ describe.skipIf(!browserAvailable())('API keys in Chromium', () => {
     expect(await page.getByRole('img', { name: '1 request in the last 14 days' }).isVisible()).toBe(true)
     await page.screenshot({ path: path.join(SCREENSHOTS, 'api-keys.png'), fullPage: true })
 
-    await page.getByRole('link', { name: 'Revoke…' }).click()
+    await page.getByRole('link', { name: /^Revoke…/ }).click()
     await page.getByRole('button', { name: 'Revoke key' }).click()
     await page.getByText('The key was revoked.').waitFor()
     expect((await me(key)).status).toBe(401)
@@ -55,9 +57,12 @@ describe.skipIf(!browserAvailable())('API keys in Chromium', () => {
     const oldKey = await createKeyInUi(page, 'Sync job')
     await page.getByRole('link', { name: /back to API keys/ }).click()
 
-    const row = page.locator('tr', { hasText: `…${oldKey.slice(-4)}` })
-    await row.getByLabel('Old key expires').selectOption('1h')
-    await row.getByRole('button', { name: 'Roll' }).click()
+    await page
+      .locator('tr', { hasText: `…${oldKey.slice(-4)}` })
+      .getByRole('link', { name: /^Roll…/ })
+      .click()
+    await page.getByLabel('Old key expires').selectOption('1h')
+    await page.getByRole('button', { name: 'Roll key' }).click()
     await page.getByText('shown only this once').waitFor()
     const newKey = await page.locator('#new-key').inputValue()
     expect(newKey).not.toBe(oldKey)
@@ -67,7 +72,7 @@ describe.skipIf(!browserAvailable())('API keys in Chromium', () => {
     await page.getByRole('link', { name: /back to API keys/ }).click()
     await page
       .locator('tr', { hasText: `…${oldKey.slice(-4)}` })
-      .getByRole('link', { name: 'Revoke…' })
+      .getByRole('link', { name: /^Revoke…/ })
       .click()
     await page.getByRole('button', { name: 'Revoke key' }).click()
     await page.getByText('The key was revoked.').waitFor()

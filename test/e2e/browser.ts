@@ -64,6 +64,7 @@ export async function signUpInBrowser(page: Page, base: string, email: string, a
   await page.getByLabel('Password').fill('correct-horse-battery')
   await page.getByLabel('Account name').fill(accountName)
   await page.getByRole('button', { name: 'Sign up' }).click()
-  await page.waitForURL(/\/settings\/api$/)
+  // Sign-up lands where sign-in does: the account's contacts.
+  await page.waitForURL(/\/app\/acct_[0-9A-Z]+\/contacts$/)
   return /\/app\/(acct_[0-9A-Z]+)\//.exec(page.url())?.[1] ?? ''
 }

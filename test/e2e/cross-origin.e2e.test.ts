@@ -46,6 +46,7 @@ describe.skipIf(!browserAvailable())('cross-origin posts in Chromium', () => {
     await page.goto(`${e.base}/app/${accountId}/settings/api`)
     expect(page.url()).toBe(`${e.base}/app/${accountId}/settings/api`)
     // And the same form from the app's own page signs out.
+    await page.getByRole('banner').getByText('e2e-cross@example.com').click()
     await page.getByRole('button', { name: 'Sign out' }).click()
     await page.waitForURL(`${e.base}/sign-in`)
     await context.close()

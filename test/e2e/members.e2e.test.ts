@@ -18,7 +18,7 @@ describe.skipIf(!browserAvailable())('invitations in Chromium', () => {
     const accountId = await signUpInBrowser(owner, e.base, 'e2e-owner@example.com', 'Invite Co')
 
     await owner.getByRole('link', { name: 'Settings', exact: true }).click()
-    await owner.getByRole('link', { name: 'Members' }).click()
+    await owner.getByRole('navigation', { name: 'Settings' }).getByRole('link', { name: 'Members' }).click()
     await owner.getByLabel('Email').fill('e2e-colleague@example.com')
     await owner.getByLabel('Role', { exact: true }).selectOption('admin')
     await owner.getByRole('button', { name: 'Create invitation link' }).click()
@@ -39,7 +39,7 @@ describe.skipIf(!browserAvailable())('invitations in Chromium', () => {
     await colleague.screenshot({ path: path.join(SCREENSHOTS, 'invitation-accept-phone.png'), fullPage: true })
     await colleague.getByRole('button', { name: 'Accept invitation' }).click()
     await colleague.waitForURL(new RegExp(`/app/${accountId}/contacts$`))
-    expect(await colleague.locator('header summary').innerText()).toContain('Invite Co')
+    expect(await colleague.locator('header details.account-menu summary').innerText()).toContain('Invite Co')
     // Used: the link no longer opens anything.
     await colleague.goto(invitation)
     expect(await colleague.getByText('This invitation link is not valid').isVisible()).toBe(true)

@@ -18,6 +18,7 @@ describe.skipIf(!browserAvailable())('webhooks in Chromium', () => {
     const context = await e.browser.newContext()
     const page = await context.newPage()
     const accountId = await signUpInBrowser(page, e.base, 'e2e-hooks@example.com', 'Hooks Co')
+    await page.goto(`${e.base}/app/${accountId}/settings/api`)
 
     await page.getByRole('link', { name: 'Add endpoint' }).click()
     await page.getByLabel('Endpoint URL').fill(HOOK_URL)

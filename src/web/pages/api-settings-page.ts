@@ -24,6 +24,20 @@ export interface KeyRow {
   usage: number[]
 }
 
+/**
+ * last_used_at is written at most once a minute per key (DESIGN §5), so a recent one says "within
+ * the last minute" rather than a time that looks exact; the page flushes this process's pending
+ * usage before reading it (api-settings.routes.ts).
+ */
+function lastUsed(iso: string | null, now: Date): Html {
+  if (iso === null) {
+    return html`<span class="hint">Never</span>`
+  }
+  return now.getTime() - Date.parse(iso) < 60_000
+    ? html`<time datetime="${iso}">Within the last minute</time>`
+    : date(iso)
+}
+
 const date = (iso: string | null) =>
   iso
     ? html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
@@ -88,8 +102,8 @@ export function apiSettingsPage(
 ${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` : ''}
 <h2>API keys</h2>
 <p class="hint">Keys authenticate requests to the API as this account: <code>Authorization: Bearer &lt;key&gt;</code>. Keep them on your servers.</p>
-<div class="table-wrap"><table>
-<thead><tr><th>Name</th><th>Key</th><th>Scopes</th><th class="optional">Created</th><th class="optional">Last used</th><th>Expires</th><th>Status</th><th>Requests, ${USAGE_DAYS} days</th><th>Actions</th></tr></thead>
+<div class="table-wrap"><table class="cards keys">
+<thead><tr><th>Name</th><th>Key</th><th>Access</th><th class="optional">Created</th><th>Last used</th><th>Expires</th><th>Status</th><th>Requests, ${USAGE_DAYS} days</th><th>Actions</th></tr></thead>
 <tbody>
 ${
   data.keys.length === 0
@@ -97,17 +111,15 @@ ${
     : data.keys.map(({ key, usage }) => {
         const state = keyState(key, data.now)
         return html`<tr data-key-id="${key.id}">
-<td>${key.name}</td><td class="mono">${key.redacted}</td><td>${key.scopes.includes('write') ? 'full' : 'read-only'}</td>
-<td class="optional">${date(key.created_at)}</td><td class="optional">${date(key.last_used_at)}</td><td>${date(key.expires_at)}</td>
-<td><span class="status ${state}">${state}</span></td>
-<td>${usageChart(usage, data.days)}</td>
+<td data-label="Name">${key.name}</td><td class="mono" data-label="Key">${key.redacted}</td><td data-label="Access">${key.scopes.includes('write') ? 'full' : 'read-only'}</td>
+<td class="optional" data-label="Created">${date(key.created_at)}</td><td data-label="Last used">${lastUsed(key.last_used_at, data.now)}</td>
+<td data-label="Expires">${key.expires_at ? date(key.expires_at) : 'Never'}</td>
+<td data-label="Status"><span class="status ${state}">${state}</span></td>
+<td data-label="Requests, ${USAGE_DAYS} days">${usageChart(usage, data.days)}</td>
 <td class="actions">${
           state === 'active' && data.mayManage(key)
-            ? html`<form method="post" action="/app/${accountId}/settings/api/keys/${key.id}/roll">${csrfInput(context.csrf)}
-<label class="hint" for="overlap-${key.id}">Old key expires</label>
-<select id="overlap-${key.id}" name="overlap">${Object.entries(OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
-<button class="secondary" type="submit">Roll</button></form>
-<a class="button secondary" href="/app/${accountId}/settings/api/keys/${key.id}/revoke">Revoke…</a>`
+            ? html`<a class="button secondary" href="/app/${accountId}/settings/api/keys/${key.id}/roll">Roll…<span class="visually-hidden"> ${key.name}</span></a>
+<a class="button secondary" href="/app/${accountId}/settings/api/keys/${key.id}/revoke">Revoke…<span class="visually-hidden"> ${key.name}</span></a>`
             : ''
         }</td></tr>`
       })
@@ -128,12 +140,12 @@ ${csrfInput(context.csrf)}
 ${
   data.activity.length === 0
     ? html`<p class="hint">No key has been issued, rolled or revoked here yet.</p>`
-    : html`<div class="table-wrap"><table class="activity">
+    : html`<div class="table-wrap"><table class="cards activity">
 <thead><tr><th>When</th><th>What</th><th>Key or endpoint</th><th>Who</th><th class="optional">From</th></tr></thead>
 <tbody>${data.activity.map(
-        (entry) => html`<tr><td>${date(entry.at)}</td><td>${AUDIT_ACTIONS[entry.action]}</td>
-<td>${targetNames.get(entry.targetId) ?? entry.targetId}</td><td>${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
-<td class="optional mono">${entry.ip ?? ''}</td></tr>`,
+        (entry) => html`<tr><td>${date(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}</td>
+<td data-label="Key or endpoint">${targetNames.get(entry.targetId) ?? entry.targetId}</td><td data-label="Who">${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
+<td class="optional mono" data-label="From">${entry.ip ?? ''}</td></tr>`,
       )}</tbody></table></div>`
 }
 
@@ -157,6 +169,23 @@ ${data.rolledFrom ? html`<p>It replaces <span class="mono">${data.rolledFrom.red
 <p class="hint">Scopes: ${data.key.scopes.join(', ')}. ${data.key.expires_at ? html`Expires ${date(data.key.expires_at)}.` : 'Does not expire.'}</p>
 <p><a class="button" href="/app/${data.accountId}/settings/api">I have stored it: back to API keys</a></p>
 </div>`,
+  )
+}
+
+/** Roll: a new key replaces this one; the person chooses how long the old one keeps working. */
+export function rollKeyPage(context: PageContext, data: { accountId: string; key: ApiKey }): Html {
+  return layout(
+    'Roll key',
+    { ...context, section: 'api' },
+    html`<div class="card narrow">
+<h1>Roll “${data.key.name}”</h1>
+<p>A new key replaces <span class="mono">${data.key.redacted}</span>. Give your clients the new key before the old one stops working.</p>
+<form method="post" action="/app/${data.accountId}/settings/api/keys/${data.key.id}/roll">${csrfInput(context.csrf)}
+<label for="f-overlap">Old key expires</label>
+<select id="f-overlap" name="overlap">${Object.entries(OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
+<p class="hint">“Now” stops the old key at once; you are asked to confirm.</p>
+<p><button type="submit">Roll key</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
+</form></div>`,
   )
 }
 

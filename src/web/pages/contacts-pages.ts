@@ -70,7 +70,7 @@ ${notice(data.notice)}
 <div class="shrink"><button type="submit">Search</button>${filtered ? html` <a class="button secondary" href="${base}">Clear</a>` : ''}</div>
 </div>
 </form>
-<div class="table-wrap"><table>
+<div class="table-wrap"><table class="cards">
 <thead><tr><th>Name</th><th>Email</th><th class="optional">Phone</th><th class="optional">Company</th><th>Tags</th><th class="optional">Updated</th></tr></thead>
 <tbody>
 ${
@@ -82,16 +82,16 @@ ${
             ? 'No contacts match. Try the start of a name, an email or a company, or clear the search.'
             : data.firstHref
               ? 'No more contacts.'
-              : html`No contacts yet. <a href="${base}/new">Create one</a> or <a href="${base}/import">import a CSV file</a>.`
+              : html`No contacts yet. <a href="${base}/new">Create one</a>, <a href="${base}/import">import a CSV file</a>, or send them through the API with a key from <a href="/app/${data.accountId}/settings/api">Settings → API &amp; Webhooks</a>.`
       }</td></tr>`
     : data.contacts.map(
         (contact) => html`<tr data-contact-id="${contact.id}">
 <td><a href="${base}/${contact.id}">${displayName(contact)}</a></td>
-<td>${contact.email ?? ''}</td>
-<td class="optional">${contact.phone ?? ''}</td>
-<td class="optional">${contact.company ?? ''}</td>
-<td>${contact.tags.join(', ')}</td>
-<td class="optional">${when(contact.updated_at)}</td>
+<td data-label="Email">${contact.email ?? ''}</td>
+<td class="optional" data-label="Phone">${contact.phone ?? ''}</td>
+<td class="optional" data-label="Company">${contact.company ?? ''}</td>
+<td data-label="Tags">${contact.tags.join(', ')}</td>
+<td class="optional" data-label="Updated">${when(contact.updated_at)}</td>
 </tr>`,
       )
 }

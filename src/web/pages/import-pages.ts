@@ -67,7 +67,7 @@ const shownValue = (value: string) =>
 function errorRows(errors: ImportError[]): Html {
   return html`${errors.map(
     (e) =>
-      html`<tr><td>${e.row === 0 ? 'file' : e.row}</td><td class="mono">${e.field}</td><td class="mono">${e.value === undefined ? '' : shownValue(e.value)}</td><td>${e.message}</td></tr>`,
+      html`<tr><td data-label="Row">${e.row === 0 ? 'file' : e.row}</td><td class="mono" data-label="Column">${e.field}</td><td class="mono" data-label="Value">${e.value === undefined ? '' : shownValue(e.value)}</td><td data-label="What to fix">${e.message}</td></tr>`,
   )}`
 }
 
@@ -87,7 +87,7 @@ export function importJobPage(context: PageContext, data: ImportFormView & { job
         ? `The import stopped after writing ${job.rows_written} of ${total ?? '?'} rows: ${job.error_count} problem${job.error_count === 1 ? '' : 's'} found. The rows before it were imported.`
         : `Nothing was imported: ${job.error_count} problem${job.error_count === 1 ? '' : 's'} found. Fix ${job.error_count === 1 ? 'it' : 'them'} in ${job.file_name} and import it again.`
     }</div>
-<div class="table-wrap"><table class="import-errors"><caption class="hint">Row numbers count the header as row 1, as a spreadsheet does.</caption>
+<div class="table-wrap"><table class="cards import-errors"><caption class="hint">Row numbers count the header as row 1, as a spreadsheet does.</caption>
 <thead><tr><th>Row</th><th>Column</th><th>Value</th><th>What to fix</th></tr></thead><tbody>
 ${errorRows(job.errors.slice(0, REPORT_MAX))}
 ${job.error_count > REPORT_MAX ? html`<tr><td colspan="4" class="hint">…and ${job.error_count - REPORT_MAX} more.</td></tr>` : ''}

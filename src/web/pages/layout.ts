@@ -1,55 +1,82 @@
 // The page frame: header with the account switcher, main content, one stylesheet, one script.
 import type { Account } from '../../accounts/accounts.store.js'
 import type { AccountMembership } from '../../users/users.store.js'
+import type { Role } from '../../users/users.table.js'
 import { type Html, html } from '../html.js'
+
+export type Section = 'contacts' | 'settings' | 'api' | 'members' | 'sessions'
 
 export interface PageContext {
   csrf: string
   user?: { email: string }
   memberships?: AccountMembership[]
   account?: Account
-  /** Which section the header marks as current. */
-  section?: 'contacts' | 'settings' | 'api' | 'members'
+  /** The person's role in `account`: the Settings tabs show Members to owners only. */
+  role?: Role
+  /** Which section the header (and, under Settings, the tabs) marks as current. */
+  section?: Section
+}
+
+const current = (yes: boolean) => (yes ? html`aria-current="page"` : '')
+
+/**
+ * The header. Inside an account its name leads (the switcher), so the product's name is not a
+ * second "Contacts" beside the section link; the person's menu holds sessions and sign-out. At
+ * phone width the sections drop to a row of their own (assets.ts).
+ */
+function header(context: PageContext): Html {
+  const { account, memberships, user } = context
+  const inSettings = context.section !== undefined && context.section !== 'contacts'
+  const switcher =
+    account && memberships && memberships.length > 0
+      ? html`<details class="menu account-menu"><summary><span class="visually-hidden">Account: </span><strong>${account.name}</strong></summary>
+<ul>${memberships.map(
+          (m) =>
+            html`<li><a href="/app/${m.account.id}/contacts" ${current(m.account.id === account.id)}>${m.account.name}</a> <span class="hint">${m.role}</span></li>`,
+        )}<li><a href="/app/accounts/new">New account…</a></li></ul></details>`
+      : html`<a class="brand" href="${user ? '/app' : '/'}">Contacts API</a>`
+  const sections = account
+    ? html`<nav class="sections" aria-label="Sections">
+<a href="/app/${account.id}/contacts" ${current(context.section === 'contacts')}>Contacts</a>
+<a href="/app/${account.id}/settings" ${current(inSettings)}>Settings</a>
+</nav>`
+    : ''
+  const person = user
+    ? html`<details class="menu user-menu"><summary><span class="visually-hidden">Signed in as </span>${user.email}</summary>
+<ul>${account ? html`<li><a href="/app/${account.id}/settings/sessions">Your sessions</a></li>` : ''}
+<li><form method="post" action="/sign-out"><input type="hidden" name="_csrf" value="${context.csrf}"><button class="secondary" type="submit">Sign out</button></form></li></ul></details>`
+    : ''
+  return html`<header><div class="bar">${switcher}${sections}${person}</div></header>`
+}
+
+/** The tabs of the Settings section, on each of its pages. */
+function settingsTabs(context: PageContext): Html {
+  const { account, section } = context
+  if (!account || section === undefined || section === 'contacts') {
+    return html``
+  }
+  const base = `/app/${account.id}/settings`
+  return html`<nav class="tabs" aria-label="Settings">
+<a href="${base}/api" ${current(section === 'api')}>API &amp; Webhooks</a>
+${context.role === 'owner' ? html`<a href="${base}/members" ${current(section === 'members')}>Members</a>` : ''}
+<a href="${base}/sessions" ${current(section === 'sessions')}>Your sessions</a>
+</nav>`
 }
 
 export function layout(title: string, context: PageContext, body: Html): Html {
-  const { account, memberships, user } = context
   return html`<!doctype html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>${title} · Contacts</title>
+<title>${title} · Contacts API</title>
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
 <body>
-<header><div class="bar">
-  <a class="brand" href="/app">Contacts</a>
-  ${
-    account
-      ? html`<nav aria-label="Sections">
-    <a href="/app/${account.id}/contacts" ${context.section === 'contacts' ? html`aria-current="page"` : ''}>Contacts</a>
-    <a href="/app/${account.id}/settings" ${context.section && context.section !== 'contacts' ? html`aria-current="page"` : ''}>Settings</a>
-  </nav>`
-      : html`<nav></nav>`
-  }
-  ${
-    memberships && memberships.length > 0 && account
-      ? html`<details><summary>Account: <strong>${account.name}</strong></summary>
-    <ul>${memberships.map(
-      (m) =>
-        html`<li><a href="/app/${m.account.id}/contacts">${m.account.name}</a> <span class="hint">${m.role}</span></li>`,
-    )}<li><a href="/app/accounts/new">New account…</a></li></ul></details>`
-      : ''
-  }
-  ${
-    user
-      ? html`<form class="inline" method="post" action="/sign-out"><input type="hidden" name="_csrf" value="${context.csrf}"><span class="hint">${user.email}</span> <button class="secondary" type="submit">Sign out</button></form>`
-      : ''
-  }
-</div></header>
+${header(context)}
 <main>
+${settingsTabs(context)}
 ${body}
 </main>
 </body>

@@ -35,30 +35,29 @@ export function membersPage(
   return layout(
     'Members',
     { ...context, section: 'members' },
-    html`<p><a href="/app/${data.accountId}/settings">← Settings</a></p>
-<h1>Members</h1>
+    html`<h1>Members</h1>
 ${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` : ''}
-<div class="table-wrap"><table><thead><tr><th>Email</th><th>Role</th><th>Since</th><th>Actions</th></tr></thead><tbody>
+<div class="table-wrap"><table class="cards"><thead><tr><th>Email</th><th>Role</th><th>Since</th><th>Actions</th></tr></thead><tbody>
 ${data.members.map(
   (
     m,
-  ) => html`<tr><td>${m.email}${m.id === data.userId ? ' (you)' : ''}</td><td>${m.role}</td><td>${m.created_at.slice(0, 10)}</td><td>
-<form class="inline" method="post" action="${base}/${m.id}/role">${csrfInput(context.csrf)}
-<label class="hint" for="role-${m.id}">Role of ${m.email}</label> ${roleSelect(`role-${m.id}`, ['owner', 'admin', 'member'], m.role, false)}
-<button class="secondary" type="submit">Change role</button></form>
-<a class="button secondary" href="${base}/${m.id}/remove">Remove</a></td></tr>`,
+  ) => html`<tr><td>${m.email}${m.id === data.userId ? ' (you)' : ''}</td><td data-label="Role">${m.role}</td><td data-label="Since">${m.created_at.slice(0, 10)}</td><td class="actions">
+<form class="inline-form" method="post" action="${base}/${m.id}/role">${csrfInput(context.csrf)}
+<label class="visually-hidden" for="role-${m.id}">Role of ${m.email}</label>${roleSelect(`role-${m.id}`, ['owner', 'admin', 'member'], m.role, false)}
+<button class="secondary" type="submit">Change role<span class="visually-hidden"> of ${m.email}</span></button></form>
+<a class="button secondary" href="${base}/${m.id}/remove">Remove…<span class="visually-hidden"> ${m.email}</span></a></td></tr>`,
 )}
 </tbody></table></div>
 <h2>Pending invitations</h2>
 ${
   data.invitations.length === 0
     ? html`<p class="hint">None.</p>`
-    : html`<div class="table-wrap"><table><thead><tr><th>Email</th><th>Role</th><th>Invited</th><th>Expires</th><th>Actions</th></tr></thead><tbody>
+    : html`<div class="table-wrap"><table class="cards"><thead><tr><th>Email</th><th>Role</th><th>Invited</th><th>Expires</th><th>Actions</th></tr></thead><tbody>
 ${data.invitations.map(
   (
     i,
-  ) => html`<tr><td>${i.email}</td><td>${i.role}</td><td>${i.created_at.slice(0, 10)}</td><td>${i.expires_at.slice(0, 16).replace('T', ' ')} UTC</td><td>
-<form class="inline" method="post" action="${base}/invitations/${i.id}/revoke">${csrfInput(context.csrf)}<button class="secondary" type="submit">Revoke invitation for ${i.email}</button></form></td></tr>`,
+  ) => html`<tr><td>${i.email}</td><td data-label="Role">${i.role}</td><td data-label="Invited">${i.created_at.slice(0, 10)}</td><td data-label="Expires">${i.expires_at.slice(0, 16).replace('T', ' ')} UTC</td><td class="actions">
+<form class="inline" method="post" action="${base}/invitations/${i.id}/revoke">${csrfInput(context.csrf)}<button class="secondary" type="submit">Revoke<span class="visually-hidden"> invitation for ${i.email}</span></button></form></td></tr>`,
 )}
 </tbody></table></div>`
 }

@@ -51,15 +51,15 @@ export function webhooksSection(accountId: string, endpoints: WebhookEndpoint[] 
   }
   return html`<h2>Webhooks</h2>
 <p class="hint">Endpoints receive a signed POST for every contact change they subscribe to (Standard Webhooks).</p>
-<div class="table-wrap"><table class="endpoints">
+<div class="table-wrap"><table class="cards endpoints">
 <thead><tr><th>URL</th><th>Description</th><th>Events</th><th>Status</th><th class="optional">Created</th></tr></thead>
 <tbody>${
     endpoints.length === 0
       ? html`<tr><td colspan="5" class="hint">No webhook endpoints yet.</td></tr>`
       : endpoints.map(
           (endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
-<td class="mono"><a href="${base(accountId)}/${endpoint.id}">${endpoint.url}</a></td><td>${endpoint.description ?? ''}</td>
-<td>${eventsLabel(endpoint.events)}</td><td>${endpointStatus(endpoint)}</td><td class="optional">${when(endpoint.created_at)}</td></tr>`,
+<td class="mono"><a href="${base(accountId)}/${endpoint.id}">${endpoint.url}</a></td><td data-label="Description">${endpoint.description ?? ''}</td>
+<td data-label="Events">${eventsLabel(endpoint.events)}</td><td data-label="Status">${endpointStatus(endpoint)}</td><td class="optional" data-label="Created">${when(endpoint.created_at)}</td></tr>`,
         )
   }</tbody></table></div>
 <p><a class="button" href="${base(accountId)}/new">Add endpoint</a></p>`
@@ -173,7 +173,7 @@ ${
 </div>
 
 <h2>Recent deliveries</h2>
-<div class="table-wrap"><table class="deliveries">
+<div class="table-wrap"><table class="cards deliveries">
 <thead><tr><th>Created</th><th>Event</th><th>Status</th><th>HTTP</th><th>Duration</th><th>Attempts</th><th>Next retry</th><th></th></tr></thead>
 <tbody>${
       data.deliveries.length === 0
@@ -181,12 +181,12 @@ ${
         : data.deliveries.map(
             (
               d,
-            ) => html`<tr data-delivery-id="${d.id}"><td>${when(d.created_at)}</td><td class="mono">${d.event_type}</td>
-<td><span class="status ${d.status}">${d.status}</span></td>
-<td>${d.last_attempt?.status_code ?? html`<span class="hint">${d.last_attempt?.error ?? '—'}</span>`}</td>
-<td>${d.last_attempt ? `${d.last_attempt.duration_ms} ms` : html`<span class="hint">—</span>`}</td>
-<td>${d.attempts}</td><td>${when(d.next_attempt_at)}</td>
-<td><a href="${url}/deliveries/${d.id}">Details</a></td></tr>`,
+            ) => html`<tr data-delivery-id="${d.id}"><td>${when(d.created_at)}</td><td class="mono" data-label="Event">${d.event_type}</td>
+<td data-label="Status"><span class="status ${d.status}">${d.status}</span></td>
+<td data-label="HTTP">${d.last_attempt?.status_code ?? html`<span class="hint">${d.last_attempt?.error ?? '—'}</span>`}</td>
+<td data-label="Duration">${d.last_attempt ? `${d.last_attempt.duration_ms} ms` : html`<span class="hint">—</span>`}</td>
+<td data-label="Attempts">${d.attempts}</td><td data-label="Next retry">${when(d.next_attempt_at)}</td>
+<td class="actions"><a href="${url}/deliveries/${d.id}">Details<span class="visually-hidden"> of ${d.event_type} ${when(d.created_at)}</span></a></td></tr>`,
           )
     }</tbody></table></div>`,
   )
