@@ -891,6 +891,11 @@ async function main(): Promise<number> {
     machine: { ...machine, loadAverageAfter: loadAfter },
     options: { ...options, pgAdminUrl: undefined },
     seedSeconds,
+    // Which ratios stand: a raw run below RAW_MIN_BUSY of its core was limited by the load generator.
+    validity: {
+      rawMinBusy: RAW_MIN_BUSY,
+      invalid: results.filter((r) => r.raw && !r.raw.valid).map((r) => `${r.db} ${r.scenario}`),
+    },
     results,
     webhooks,
     targets,
