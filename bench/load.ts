@@ -41,6 +41,8 @@ export interface LoadSpec {
 
 export interface LoadResult {
   engine: 'wrk' | 'autocannon'
+  /** The load generator's CPU time over the measured time (wrk only): near 1, it was the limit. */
+  generatorBusy: number
   /** Every answer, and the answers below 400 (wrk) or 2xx (autocannon). */
   requests: number
   ok: number
@@ -125,7 +127,13 @@ async function runWrk(spec: LoadSpec, seconds: number): Promise<LoadResult> {
   // wrk takes whole seconds; the URL's path is the static request's (a dynamic one sets its own).
   const url = `${spec.url}${isDynamic(spec.path, spec.body) ? '/' : spec.path}`
   const args = ['-t1', `-c${spec.connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '10s']
-  const child = spawn('wrk', [...args, '--latency', '-s', script, url], { stdio: ['ignore', 'pipe', 'pipe'] })
+  // Through bash, whose `times` prints its children's CPU time (user, system) after wrk exits:
+  // how busy wrk itself was, so a raw run that falls short says whether wrk or the machine was the limit.
+  const child = spawn(
+    'bash',
+    ['-c', 'wrk "$@"; code=$?; times; exit $code', 'wrk', ...args, '--latency', '-s', script, url],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
   let out = ''
   child.stdout.on('data', (chunk) => {
     out += chunk
@@ -141,9 +149,13 @@ async function runWrk(spec: LoadSpec, seconds: number): Promise<LoadResult> {
   }
   const r = JSON.parse(line) as WrkJson
   const measured = r.duration_us / 1e6
+  // `times`: the shell's own line, then its children's: "0m1.234s 0m0.567s".
+  const children = out.trim().split('\n').at(-1) ?? ''
+  const cpuSeconds = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]))
   const ok = r.requests - r.status
   return {
     engine: 'wrk',
+    generatorBusy: cpuSeconds.length === 2 ? ((cpuSeconds[0] ?? 0) + (cpuSeconds[1] ?? 0)) / measured : Number.NaN,
     requests: r.requests,
     ok,
     seconds: measured,
@@ -221,6 +233,7 @@ async function runAutocannon(spec: LoadSpec, seconds: number): Promise<LoadResul
   }
   return {
     engine: 'autocannon',
+    generatorBusy: Number.NaN,
     requests: result.requests.total,
     ok: count,
     seconds: elapsed,

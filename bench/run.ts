@@ -8,7 +8,8 @@
 // then compared with raw node:http (bench/raw-server.mjs) answering with that scenario's own
 // response (status, headers, body) under the same load, right after: the headline is the CPU time
 // per request of raw over ours, req/s beside it. The raw run counts only if its server kept ≥ 95 %
-// of its core busy (else the load generator was the limit): below that the row says INVALID.
+// of its core busy (else the load generator, or other work on the machine, was the limit): below
+// that the row says INVALID, and the load generator's own CPU share tells which.
 // Then `serve --api-only` with WEBHOOK_WORKER=off runs each scenario once more, for its RSS.
 // Webhook delivery (bench/webhooks.ts: throughput, lag, writes with endpoints) runs as the scenario
 // `webhooks`, on a small database of its own, after the contact scenarios.
@@ -321,6 +322,8 @@ interface Measured {
   cpuUsPerRequest: number
   dbCpuUsPerRequest: number
   busy: number
+  /** The load generator's CPU over the measured time (wrk only). */
+  generatorBusy: number
   /** The machine's 1-minute load average before and after. */
   loadAverage: [number, number]
 }
@@ -399,10 +402,11 @@ async function measure(
     cpuUsPerRequest: median(results.map((r) => r.cpuUsPerRequest)),
     dbCpuUsPerRequest: median(results.map((r) => r.dbCpuUsPerRequest)),
     busy: median(results.map((r) => r.busy)),
+    generatorBusy: median(results.map((r) => r.generatorBusy)),
     loadAverage: [loadBefore, os.loadavg()[0] ?? 0],
   }
   log(
-    `  ${label.padEnd(28)} ${Math.round(summary.rps).toString().padStart(6)} req/s  p50 ${summary.p50.toFixed(2)} ms  p99 ${summary.p99.toFixed(2)} ms  rss ${(summary.rss / 2 ** 20).toFixed(0)} MiB  cpu ${summary.cpuUsPerRequest.toFixed(0)} µs/req${summary.dbCpuUsPerRequest > 0 ? ` (db ${summary.dbCpuUsPerRequest.toFixed(0)})` : ''}  core ${(summary.busy * 100).toFixed(0)} %`,
+    `  ${label.padEnd(28)} ${Math.round(summary.rps).toString().padStart(6)} req/s  p50 ${summary.p50.toFixed(2)} ms  p99 ${summary.p99.toFixed(2)} ms  rss ${(summary.rss / 2 ** 20).toFixed(0)} MiB  cpu ${summary.cpuUsPerRequest.toFixed(0)} µs/req${summary.dbCpuUsPerRequest > 0 ? ` (db ${summary.dbCpuUsPerRequest.toFixed(0)})` : ''}  core ${(summary.busy * 100).toFixed(0)} %, ${summary.engine} ${(summary.generatorBusy * 100).toFixed(0)} %`,
   )
   return summary
 }
@@ -671,6 +675,16 @@ const dbName = (db: Db) => (db === 'sqlite' ? 'SQLite' : 'PostgreSQL')
 const pct = (ratio: number) => `${(ratio * 100).toFixed(1)} %`
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
 
+/** Why a raw run fell short: the load generator at its limit, or other work on the machine. */
+function whyInvalid(raw: Measured): string {
+  const generator = Number.isFinite(raw.generatorBusy) ? `, ${raw.engine} at ${pct(raw.generatorBusy)}` : ''
+  const limit =
+    !Number.isFinite(raw.generatorBusy) || raw.generatorBusy >= 0.9
+      ? 'the load generator was the limit'
+      : 'other work on the machine was the limit'
+  return `raw at ${pct(raw.busy)} of its core${generator}: ${limit}`
+}
+
 function evaluate(results: ScenarioResult[]): Target[] {
   const find = (db: Db, scenario: string) =>
     results.find((r) => r.db === db && r.mode === 'serve' && r.scenario === scenario)
@@ -688,7 +702,7 @@ function evaluate(results: ScenarioResult[]): Target[] {
     targets.push(
       r.raw.valid
         ? { name: label, met: r.cpuRatio >= min, detail }
-        : { name: label, met: undefined, detail: `INVALID: raw at ${pct(r.raw.busy)} of its core (${detail})` },
+        : { name: label, met: undefined, detail: `INVALID: ${whyInvalid(r.raw)} (${detail})` },
     )
   }
   ratio('GET /me', 'sqlite', 'me', 0.6)
@@ -743,6 +757,7 @@ function table(results: ScenarioResult[]): string {
       'raw p50 ms',
       'RSS MiB',
       'raw core busy',
+      'wrk busy (raw run)',
     ],
     ...results
       .filter((r) => r.mode === 'serve')
@@ -768,6 +783,7 @@ function table(results: ScenarioResult[]): string {
           raw ? raw.p50.toFixed(2) : '',
           (r.rss / 2 ** 20).toFixed(0),
           raw ? `${pct(raw.busy)}${invalid ? ' INVALID' : ''}` : '',
+          raw && Number.isFinite(raw.generatorBusy) ? pct(raw.generatorBusy) : '',
         ]
       }),
   ]
@@ -919,7 +935,14 @@ async function main(): Promise<number> {
     const raws = results.flatMap((r) => (r.raw ? [r.raw] : []))
     const invalid = raws.filter((raw) => !raw.valid).length
     console.log(
-      `vs raw, CPU: raw node:http's CPU time per request, serving the scenario's own answer, over ours (the service's: server plus PostgreSQL backends): our share of raw's capacity per core. vs raw, req/s: ours over raw's, same load. Raw counts only when its server kept ≥ ${RAW_MIN_BUSY * 100} % of its core busy (else the load generator was the limit); ${invalid === 0 ? `every raw run did (${raws.map((raw) => pct(raw.busy)).join(', ')})` : `${invalid} of ${raws.length} did not: those rows are INVALID`}. Load generator: ${machine.engine}.\n`,
+      `vs raw, CPU: raw node:http's CPU time per request, serving the scenario's own answer, over ours (the service's: server plus PostgreSQL backends): our share of raw's capacity per core. vs raw, req/s: ours over raw's, same load. Raw counts only when its server kept ≥ ${RAW_MIN_BUSY * 100} % of its core busy (else the load generator was the limit); ${
+        invalid === 0
+          ? `every raw run did (${raws.map((raw) => pct(raw.busy)).join(', ')})`
+          : `${invalid} of ${raws.length} did not: those rows are INVALID (${raws
+              .filter((raw) => !raw.valid)
+              .map(whyInvalid)
+              .join('; ')})`
+      }. Load generator: ${machine.engine}.\n`,
     )
   }
   for (const target of targets) {
