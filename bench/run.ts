@@ -675,14 +675,29 @@ const dbName = (db: Db) => (db === 'sqlite' ? 'SQLite' : 'PostgreSQL')
 const pct = (ratio: number) => `${(ratio * 100).toFixed(1)} %`
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MiB`
 
-/** Why a raw run fell short: the load generator at its limit, or other work on the machine. */
+/** What held a raw run back: the load generator at its limit (or unmeasured), or other work on the machine. */
+const limitOf = (raw: Measured): string =>
+  !Number.isFinite(raw.generatorBusy) || raw.generatorBusy >= 0.9
+    ? 'the load generator was the limit'
+    : 'other work on the machine was the limit'
+
 function whyInvalid(raw: Measured): string {
   const generator = Number.isFinite(raw.generatorBusy) ? `, ${raw.engine} at ${pct(raw.generatorBusy)}` : ''
-  const limit =
-    !Number.isFinite(raw.generatorBusy) || raw.generatorBusy >= 0.9
-      ? 'the load generator was the limit'
-      : 'other work on the machine was the limit'
-  return `raw at ${pct(raw.busy)} of its core${generator}: ${limit}`
+  return `raw at ${pct(raw.busy)} of its core${generator}: ${limitOf(raw)}`
+}
+
+/** The invalid raw runs in one line per cause, with the ranges of both busy figures. */
+function invalidSummary(raws: Measured[]): string {
+  const range = (values: number[]) => {
+    const finite = values.filter(Number.isFinite)
+    return finite.length === 0 ? 'n/a' : `${pct(Math.min(...finite))}–${pct(Math.max(...finite))}`
+  }
+  return [...new Set(raws.map(limitOf))]
+    .map((cause) => {
+      const mine = raws.filter((raw) => limitOf(raw) === cause)
+      return `${mine.length}: ${cause} (raw ${range(mine.map((r) => r.busy))} of its core, load generator ${range(mine.map((r) => r.generatorBusy))})`
+    })
+    .join('; ')
 }
 
 function evaluate(results: ScenarioResult[]): Target[] {
@@ -935,13 +950,10 @@ async function main(): Promise<number> {
     const raws = results.flatMap((r) => (r.raw ? [r.raw] : []))
     const invalid = raws.filter((raw) => !raw.valid).length
     console.log(
-      `vs raw, CPU: raw node:http's CPU time per request, serving the scenario's own answer, over ours (the service's: server plus PostgreSQL backends): our share of raw's capacity per core. vs raw, req/s: ours over raw's, same load. Raw counts only when its server kept ≥ ${RAW_MIN_BUSY * 100} % of its core busy (else the load generator was the limit); ${
+      `vs raw, CPU: raw node:http's CPU time per request, serving the scenario's own answer, over ours (the service's: server plus PostgreSQL backends): our share of raw's capacity per core. vs raw, req/s: ours over raw's, same load. Raw counts only when its server kept ≥ ${RAW_MIN_BUSY * 100} % of its core busy (else the load generator, or other work on the machine, was the limit); ${
         invalid === 0
           ? `every raw run did (${raws.map((raw) => pct(raw.busy)).join(', ')})`
-          : `${invalid} of ${raws.length} did not: those rows are INVALID (${raws
-              .filter((raw) => !raw.valid)
-              .map(whyInvalid)
-              .join('; ')})`
+          : `${invalid} of ${raws.length} did not, and those rows are INVALID: ${invalidSummary(raws.filter((raw) => !raw.valid))}`
       }. Load generator: ${machine.engine}.\n`,
     )
   }
