@@ -1,32 +1,56 @@
 // The load generator, in its own process (pinned to its own core by bench/run.ts), for one scenario:
 // a warm-up run, then the line {"warm":true} on stdout; after a line on stdin (the parent pins
-// what it must meanwhile), `rounds` measured runs, each result as one JSON line on stdout.
-// Latencies are recorded here with sub-millisecond precision (autocannon's own histogram rounds to
-// whole milliseconds).
+// what it must meanwhile), `rounds` measured runs, each announced by {"start":i} (the parent reads
+// the server's CPU time there) and reported as one JSON line on stdout.
+//
+// The engine is wrk (C, epoll; Debian package `wrk`): one wrk thread drives raw node:http to 100 %
+// of its core from the other core, which autocannon (one Node thread) could not: it held the raw
+// baseline at 51–59 % of its core (issue 15), so every "vs raw" ratio flattered us. Requests whose
+// path or body change per request (`{n}`, `{id}`: bench/template.ts) are built by a Lua
+// `request` function; the others are wrk's static request. wrk reports latency percentiles in
+// µs and counts answers with a status ≥ 400 as errors; run.ts probes each scenario's status before.
+// Paced load (`rate`, the webhook lag bench) needs a fixed request rate, which wrk has not:
+// autocannon does that, and is the fallback where wrk is not installed.
+import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
 import autocannon from 'autocannon'
+import { isDynamic, render } from './template.js'
 
 export interface LoadSpec {
   url: string
-  method: 'GET' | 'POST' | 'PATCH'
+  method: 'GET' | 'POST' | 'PATCH' | 'PUT' | 'DELETE'
+  /** A template (bench/template.ts): `{n}`, `{tag}`, `{id}`. */
   path: string
   headers: Record<string, string>
-  /** Request bodies: none, a new unique contact per request, or a change to one of `ids` per request. */
-  body: 'none' | 'create' | 'patch'
+  /** A JSON body template (bench/template.ts), or none. */
+  body?: string
+  /** What `{id}` takes, round robin. */
   ids?: string[]
   connections: number
   /** Paced load: requests per second from all connections together (autocannon's overallRate). */
   rate?: number
+  /** wrk unless paced or wrk is missing. */
+  engine?: 'wrk' | 'autocannon'
   warmupSeconds: number
   rounds: number
   seconds: number
 }
 
 export interface LoadResult {
+  engine: 'wrk' | 'autocannon'
+  /** The load generator's CPU time over the measured time (wrk only): near 1, it was the limit. */
+  generatorBusy: number
+  /** Every answer, and the answers below 400 (wrk) or 2xx (autocannon). */
   requests: number
+  ok: number
+  /** The measured time, s (wrk's own, from the first connection to the last answer). */
   seconds: number
+  /** Good answers per second: an error page must not count as throughput. */
   rps: number
-  /** Milliseconds, over 2xx responses. */
+  /** Milliseconds. */
   p50: number
   p99: number
   mean: number
@@ -34,6 +58,116 @@ export interface LoadResult {
   errors: number
   timeouts: number
   statuses: Record<string, number>
+}
+
+let wrkPresent: boolean | undefined
+export function hasWrk(): boolean {
+  wrkPresent ??= spawnSync('wrk', ['--version'], { stdio: 'ignore' }).error === undefined
+  return wrkPresent
+}
+
+const lua = (value: string) => JSON.stringify(value) // a JSON string is a valid Lua string literal here
+
+/** The Lua script of one wrk run: the request (static, or built per request) and a JSON summary line. */
+function wrkScript(spec: LoadSpec, tag: string): string {
+  const headers = { ...spec.headers, ...(spec.body === undefined ? {} : { 'content-type': 'application/json' }) }
+  const lines = [`wrk.method = ${lua(spec.method)}`]
+  for (const [name, value] of Object.entries(headers)) {
+    lines.push(`wrk.headers[${lua(name)}] = ${lua(value)}`)
+  }
+  if (isDynamic(spec.path, spec.body)) {
+    // {tag} is filled here; {n} and {id} per request. gsub's replacement is a function, so no
+    // character of an id or a number is read as a pattern.
+    const fill = (text: string) => lua(text.replaceAll('{tag}', tag))
+    lines.push(
+      `local ids = {${(spec.ids ?? []).map(lua).join(',')}}`,
+      `local path_t = ${fill(spec.path)}`,
+      `local body_t = ${spec.body === undefined ? 'nil' : fill(spec.body)}`,
+      'local n = 0',
+      'local function fill(text, id)',
+      '  return (text:gsub("{n}", function() return tostring(n) end):gsub("{id}", function() return id end))',
+      'end',
+      'request = function()',
+      '  n = n + 1',
+      '  local id = #ids > 0 and ids[(n % #ids) + 1] or "{id}"',
+      '  return wrk.format(nil, fill(path_t, id), nil, body_t and fill(body_t, id) or nil)',
+      'end',
+    )
+  } else if (spec.body !== undefined) {
+    lines.push(`wrk.body = ${lua(render(spec.path, spec.body, [], tag, 0).body ?? '')}`)
+  }
+  lines.push(
+    'done = function(summary, latency, requests)',
+    '  local e = summary.errors',
+    '  io.write(string.format(\'\\nWRK_JSON {"requests":%d,"duration_us":%d,"connect":%d,"read":%d,"write":%d,"status":%d,"timeout":%d,"p50_us":%d,"p99_us":%d,"mean_us":%f}\\n\',',
+    '    summary.requests, summary.duration, e.connect, e.read, e.write, e.status, e.timeout,',
+    '    latency:percentile(50), latency:percentile(99), latency.mean))',
+    'end',
+  )
+  return `${lines.join('\n')}\n`
+}
+
+interface WrkJson {
+  requests: number
+  duration_us: number
+  connect: number
+  read: number
+  write: number
+  status: number
+  timeout: number
+  p50_us: number
+  p99_us: number
+  mean_us: number
+}
+
+async function runWrk(spec: LoadSpec, seconds: number): Promise<LoadResult> {
+  const tag = randomBytes(4).toString('hex')
+  const script = path.join(os.tmpdir(), `bench-wrk-${process.pid}-${tag}.lua`)
+  writeFileSync(script, wrkScript(spec, tag))
+  // wrk takes whole seconds; the URL's path is the static request's (a dynamic one sets its own).
+  const url = `${spec.url}${isDynamic(spec.path, spec.body) ? '/' : spec.path}`
+  const args = ['-t1', `-c${spec.connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--timeout', '10s']
+  // Through bash, whose `times` prints its children's CPU time (user, system) after wrk exits:
+  // how busy wrk itself was, so a raw run that falls short says whether wrk or the machine was the limit.
+  const child = spawn(
+    'bash',
+    ['-c', 'wrk "$@"; code=$?; times; exit $code', 'wrk', ...args, '--latency', '-s', script, url],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  )
+  let out = ''
+  child.stdout.on('data', (chunk) => {
+    out += chunk
+  })
+  child.stderr.on('data', (chunk) => {
+    out += chunk
+  })
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  rmSync(script, { force: true })
+  const line = /WRK_JSON (\{.*\})/.exec(out)?.[1]
+  if (code !== 0 || !line) {
+    throw new Error(`wrk failed (exit ${code}): ${out.slice(-2000)}`)
+  }
+  const r = JSON.parse(line) as WrkJson
+  const measured = r.duration_us / 1e6
+  // `times`: the shell's own line, then its children's: "0m1.234s 0m0.567s".
+  const children = out.trim().split('\n').at(-1) ?? ''
+  const cpuSeconds = [...children.matchAll(/(\d+)m([\d.]+)s/g)].map((m) => Number(m[1]) * 60 + Number(m[2]))
+  const ok = r.requests - r.status
+  return {
+    engine: 'wrk',
+    generatorBusy: cpuSeconds.length === 2 ? ((cpuSeconds[0] ?? 0) + (cpuSeconds[1] ?? 0)) / measured : Number.NaN,
+    requests: r.requests,
+    ok,
+    seconds: measured,
+    rps: ok / measured,
+    p50: r.p50_us / 1000,
+    p99: r.p99_us / 1000,
+    mean: r.mean_us / 1000,
+    non2xx: r.status,
+    errors: r.connect + r.read + r.write,
+    timeouts: r.timeout,
+    statuses: {},
+  }
 }
 
 const MAX_SAMPLES = 5_000_000
@@ -46,27 +180,23 @@ function percentile(sorted: Float64Array, p: number): number {
   return sorted[index] as number
 }
 
-async function runLoad(spec: LoadSpec, seconds: number): Promise<LoadResult> {
+async function runAutocannon(spec: LoadSpec, seconds: number): Promise<LoadResult> {
   const tag = randomBytes(4).toString('hex')
   let n = 0
+  const dynamic = isDynamic(spec.path, spec.body)
+  const staticBody = render(spec.path, spec.body, [], tag, 0).body
   const setupRequest = (request: { method?: string; path?: string; body?: string }) => {
-    n++
-    if (spec.body === 'create') {
-      request.body = JSON.stringify({
-        email: `bench.${tag}.${n}@example.com`,
-        first_name: 'Bench',
-        last_name: `Load ${n}`,
-        tags: ['bench'],
-        custom_fields: { source: 'autocannon', n },
-      })
-    } else if (spec.body === 'patch') {
-      const ids = spec.ids ?? []
-      request.path = `${spec.path}/${ids[n % ids.length]}`
-      request.body = JSON.stringify({ job_title: `Title ${tag} ${n}` })
+    if (dynamic) {
+      n++
+      const next = render(spec.path, spec.body, spec.ids ?? [], tag, n)
+      request.path = next.path
+      if (next.body !== undefined) {
+        request.body = next.body
+      }
     }
     return request
   }
-  const headers = { ...spec.headers, ...(spec.body === 'none' ? {} : { 'content-type': 'application/json' }) }
+  const headers = { ...spec.headers, ...(spec.body === undefined ? {} : { 'content-type': 'application/json' }) }
   const samples = new Float64Array(MAX_SAMPLES)
   let count = 0
   const started = performance.now()
@@ -75,7 +205,15 @@ async function runLoad(spec: LoadSpec, seconds: number): Promise<LoadResult> {
     connections: spec.connections,
     duration: seconds,
     ...(spec.rate ? { overallRate: spec.rate } : {}),
-    requests: [{ method: spec.method, path: spec.path, headers, setupRequest }],
+    requests: [
+      {
+        method: spec.method,
+        path: spec.path,
+        headers,
+        ...(staticBody === undefined ? {} : { body: staticBody }),
+        setupRequest,
+      },
+    ],
   })
   instance.on('response', (_client: unknown, statusCode: number, _bytes: number, responseTime: number) => {
     if (statusCode >= 200 && statusCode < 300 && count < MAX_SAMPLES) {
@@ -94,9 +232,11 @@ async function runLoad(spec: LoadSpec, seconds: number): Promise<LoadResult> {
     statuses[status] = c
   }
   return {
+    engine: 'autocannon',
+    generatorBusy: Number.NaN,
     requests: result.requests.total,
+    ok: count,
     seconds: elapsed,
-    // 2xx per second: an error page must not count as throughput.
     rps: count / seconds,
     p50: percentile(sorted, 50),
     p99: percentile(sorted, 99),
@@ -109,19 +249,26 @@ async function runLoad(spec: LoadSpec, seconds: number): Promise<LoadResult> {
 }
 
 async function main(spec: LoadSpec): Promise<void> {
+  const engine = spec.rate !== undefined || spec.engine === 'autocannon' || !hasWrk() ? 'autocannon' : 'wrk'
+  const run = engine === 'wrk' ? runWrk : runAutocannon
   if (spec.warmupSeconds > 0) {
-    await runLoad(spec, spec.warmupSeconds)
+    await run(spec, spec.warmupSeconds)
   }
   process.stdout.write('{"warm":true}\n')
   await new Promise((resolve) => process.stdin.once('data', resolve))
   process.stdin.pause()
   for (let round = 0; round < spec.rounds; round++) {
-    process.stdout.write(`${JSON.stringify(await runLoad(spec, spec.seconds))}\n`)
+    process.stdout.write(`${JSON.stringify({ start: round })}\n`)
+    // The parent reads the server's CPU time on that line: give it the moment before the load starts.
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    process.stdout.write(`${JSON.stringify(await run(spec, spec.seconds))}\n`)
   }
 }
 
-// The spec as JSON in argv[2] (bench/run.ts imports only the types).
-main(JSON.parse(process.argv[2] ?? '{}') as LoadSpec).catch((error: unknown) => {
-  process.stderr.write(`load: ${String(error)}\n`)
-  process.exitCode = 1
-})
+// The spec as JSON in argv[2] (bench/run.ts imports only the types and hasWrk).
+if (process.argv[1]?.endsWith(`${path.sep}load.ts`) && process.argv[2]) {
+  main(JSON.parse(process.argv[2]) as LoadSpec).catch((error: unknown) => {
+    process.stderr.write(`load: ${String(error)}\n`)
+    process.exitCode = 1
+  })
+}

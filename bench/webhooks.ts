@@ -24,6 +24,7 @@ import { webhookSecretKey } from '../src/webhooks/secrets.js'
 import { defaultResolver } from '../src/webhooks/webhook-url.js'
 import type { LoadResult, LoadSpec } from './load.js'
 import { seedPostgres, seedSqlite } from './seed.js'
+import { CREATE_BODY } from './template.js'
 
 type Db = 'sqlite' | 'postgres'
 
@@ -398,7 +399,7 @@ export async function runWebhooks(
     method: 'POST',
     path: '/api/v1/contacts',
     headers,
-    body: 'create',
+    body: CREATE_BODY,
     connections: 10,
     rate: plan.lagRate,
     warmupSeconds: plan.lagWarmup,

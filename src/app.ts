@@ -1,4 +1,6 @@
 // buildApp(deps): the Fastify instance with the API, the web app and operations routes. Never listens.
+// With `apiOnly` (`contacts-api serve --api-only`) the web app and Swagger UI are left out, and their
+// modules are never loaded: they are imported only when registered (docs/performance.md, "RSS").
 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
@@ -18,7 +20,6 @@ import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactUrl } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
-import { webRoutes } from './web/web.routes.js'
 import { webhookEndpointsRoutes } from './webhooks/webhook-endpoints.routes.js'
 
 /** Fastify's form of TRUST_PROXY: a hop count becomes "the nearest n hops" (proxy-addr's own reading of a number). */
@@ -33,7 +34,7 @@ function trustProxyOption(
 
 export async function buildApp(
   deps: Deps,
-  options: { logger?: boolean; logStream?: NodeJS.WritableStream } = {},
+  options: { logger?: boolean; logStream?: NodeJS.WritableStream; apiOnly?: boolean } = {},
 ): Promise<FastifyInstance> {
   const app = Fastify({
     logger: options.logger === false ? false : loggerOptions(deps.config, options.logStream),
@@ -100,7 +101,7 @@ export async function buildApp(
   })
 
   installMetrics(app, deps.metrics, deps.config.metricsToken)
-  await registerOpenApi(app, deps.config)
+  await registerOpenApi(app, deps.config, { ui: options.apiOnly !== true })
   await app.register(healthRoutes, { deps })
   await app.register(
     async (api) => {
@@ -116,7 +117,10 @@ export async function buildApp(
     },
     { prefix: '/api/v1' },
   )
-  await app.register(webRoutes, { deps })
+  if (options.apiOnly !== true) {
+    const { webRoutes } = await import('./web/web.routes.js')
+    await app.register(webRoutes, { deps })
+  }
   return app
 }
 

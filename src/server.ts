@@ -24,8 +24,13 @@ export interface RunningServer {
   close(): Promise<void>
 }
 
-/** `serve` answers the API and the web app; `worker` only delivers webhooks (and answers health and metrics). */
-export type Role = 'serve' | 'worker'
+/**
+ * `serve` answers the API and the web app; `api-only` (`serve --api-only`) the API, its OpenAPI
+ * document and the probes, without loading the web app, Swagger UI or the CSV import runner (an
+ * instance for API traffic only, in less memory); `worker` only delivers webhooks (and answers
+ * health and metrics).
+ */
+export type Role = 'serve' | 'api-only' | 'worker'
 
 export async function startServer(config: Config, role: Role = 'serve'): Promise<RunningServer> {
   const deps = createDeps(config)
@@ -36,7 +41,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     await closeDeps(deps).catch(() => {})
     throw error
   }
-  const app = role === 'serve' ? await buildApp(deps) : await buildWorkerApp(deps)
+  const app = role === 'worker' ? await buildWorkerApp(deps) : await buildApp(deps, { apiOnly: role === 'api-only' })
   const pushWarning = revocationPushWarning(config)
   if (pushWarning) {
     app.log.warn(pushWarning)
@@ -55,7 +60,8 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
   }
   const worker = role === 'worker' || config.webhooks.worker ? deliveryWorker(deps, app) : undefined
   if (role === 'serve') {
-    // CSV imports left unfinished by a crash resume here (src/imports/import-job.ts).
+    // CSV imports left unfinished by a crash resume here (src/imports/import-job.ts). Imports are
+    // uploaded through the web app, so an API-only process leaves them to a full `serve`.
     deps.imports.start((error, job) => app.log.error({ err: error, import: job }, 'CSV import failed'))
   }
   // Expired idempotency keys, sign-in failures, web sessions, and events and deliveries past EVENT_RETENTION_DAYS

@@ -14,7 +14,8 @@ export class UsageError extends Error {}
 
 const USAGE = `Usage: contacts-api <command> [options]
 
-  serve                                   migrate, then serve the API (npm start)
+  serve [--api-only]                      migrate, then serve the API and the web app (npm start);
+                                          --api-only: the API, /openapi.json and probes, no web app or /docs
   worker                                  migrate, then deliver webhooks only (/healthz, /metrics)
   migrate [up|down --yes|status]          apply (default), roll back the last, or list migrations
   accounts create --name NAME             create an account and its first API key
@@ -32,6 +33,7 @@ const OPTIONS = {
   'read-only': { type: 'boolean' },
   'expires-at': { type: 'string' },
   yes: { type: 'boolean' },
+  'api-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
 } as const
 
@@ -76,10 +78,13 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
     io.err(`Contacts API webhook worker running (health and metrics on ${server.address})`)
     return 0
   }
-  if (command === 'serve') {
-    const server = await startServer(config)
+  if (command === 'serve' || command === 'serve-api-only') {
+    const apiOnly = command === 'serve-api-only'
+    const server = await startServer(config, apiOnly ? 'api-only' : 'serve')
     io.err(
-      `Contacts API listening on ${server.address} (Node ${process.versions.node}; API at ${server.address}/api/v1, docs at ${server.address}/docs)`,
+      apiOnly
+        ? `Contacts API listening on ${server.address} (Node ${process.versions.node}; API only, at ${server.address}/api/v1; no web app, no /docs)`
+        : `Contacts API listening on ${server.address} (Node ${process.versions.node}; API at ${server.address}/api/v1, docs at ${server.address}/docs)`,
     )
     if (!server.hasAccounts) {
       io.err('No account yet. Create one and its first API key:  npm run cli -- accounts create --name Acme')
@@ -111,7 +116,7 @@ function parse(argv: string[]) {
 type Values = ReturnType<typeof parse>['values']
 type Flag = Exclude<keyof Values, 'json' | 'help'>
 type Result = { text: string; json: unknown }
-type Prepared = 'serve' | 'worker' | ((deps: Deps) => Promise<Result>)
+type Prepared = 'serve' | 'serve-api-only' | 'worker' | ((deps: Deps) => Promise<Result>)
 
 interface CommandSpec {
   flags: Flag[]
@@ -140,10 +145,10 @@ function prepare(positionals: string[], values: Values): Prepared {
 
 const COMMANDS: Record<string, CommandSpec> = {
   serve: {
-    flags: [],
-    prepare: (_values, args) => {
+    flags: ['api-only'],
+    prepare: (values, args) => {
       noExtra(args)
-      return 'serve'
+      return values['api-only'] === true ? 'serve-api-only' : 'serve'
     },
   },
 

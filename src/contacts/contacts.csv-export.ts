@@ -1,7 +1,6 @@
 // Contacts as CSV: the columns (those of the import too) and the streamed export.
 import { Readable } from 'node:stream'
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { stringify } from 'csv-stringify/sync'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { guardCell } from './contacts.csv-guard.js'
@@ -31,8 +30,7 @@ function contactCsvRecord(contact: Contact): string[] {
 }
 
 // Any CR or LF is quoted: by default only the whole record delimiter (CRLF) would be.
-const toCsv = (records: string[][]): string =>
-  stringify(records, { record_delimiter: 'windows', quoted_match: /[\r\n]/ })
+const csvOptions = { record_delimiter: 'windows', quoted_match: /[\r\n]/ } as const
 
 /**
  * Every contact of the account as CSV, in creation order. A pull stream: the next keyset page
@@ -43,6 +41,9 @@ const toCsv = (records: string[][]): string =>
  */
 export function exportContactsCsv(db: Kysely<Database>, accountId: string, pageSize = EXPORT_PAGE_SIZE): Readable {
   async function* chunks(): AsyncGenerator<string> {
+    // csv-stringify is loaded at the first export, not with the app (RSS: docs/performance.md).
+    const { stringify } = await import('csv-stringify/sync')
+    const toCsv = (records: string[][]): string => stringify(records, csvOptions)
     yield toCsv([[...CSV_COLUMNS]])
     let afterId: string | undefined
     for (;;) {

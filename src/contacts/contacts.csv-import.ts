@@ -2,7 +2,6 @@
 // and value. Asynchronous in short slices (decode, parse, check), yielding to the event loop
 // between them, so a 10,000-row file never holds the loop for more than a few milliseconds.
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { CsvError, parse } from 'csv-parse'
 import type { FieldError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { CSV_COLUMNS, type CsvColumn, TAG_SEPARATOR } from './contacts.csv-export.js'
@@ -53,6 +52,8 @@ export function sliceYielder(sliceMs = SLICE_MS): () => Promise<void> {
 
 /** The file's records (header first), read SLICE_MS at a time; a file problem as a ParsedImport. */
 async function readRecords(buffer: Uint8Array, pause: () => Promise<void>): Promise<string[][] | ParsedImport> {
+  // csv-parse is loaded at the first import, not with the app (RSS: docs/performance.md).
+  const { CsvError, parse } = await import('csv-parse')
   const decoder = new TextDecoder('utf-8', { fatal: true })
   // Header + the maximum + one, to tell "too many" without reading further.
   const parser = parse({ bom: true, skip_empty_lines: true, to: IMPORT_MAX_ROWS + 2 })

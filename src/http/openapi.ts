@@ -1,6 +1,5 @@
 // The OpenAPI 3.1 document, generated from the route schemas, and the reference page at /docs.
 import swagger from '@fastify/swagger'
-import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { openApiWebhooks } from '../webhooks/openapi-webhooks.js'
@@ -31,7 +30,12 @@ const PROBES: Record<
 const sortedByName = <T>(record: Record<string, T>): Record<string, T> =>
   Object.fromEntries(Object.entries(record).sort(([a], [b]) => a.localeCompare(b)))
 
-export async function registerOpenApi(app: FastifyInstance, config: Config): Promise<void> {
+/** `ui: false` (an API-only process): no Swagger UI at /docs, and its module is never loaded. */
+export async function registerOpenApi(
+  app: FastifyInstance,
+  config: Config,
+  options: { ui: boolean } = { ui: true },
+): Promise<void> {
   // The named schemas the operations use, collected while the document is built (it is built once).
   const components: SchemaComponents = new Map()
   const server = {
@@ -143,12 +147,15 @@ export async function registerOpenApi(app: FastifyInstance, config: Config): Pro
       reply.headers(isDocsAsset(request.url) ? headers.asset : headers.page)
       done(null, payload)
     })
-    await docs.register(swaggerUi, {
-      routePrefix: '/docs',
-      uiConfig: { docExpansion: 'list' },
-      // No call to validator.swagger.io: the page talks to this server only.
-      validatorUrl: false,
-    })
+    if (options.ui) {
+      const { default: swaggerUi } = await import('@fastify/swagger-ui')
+      await docs.register(swaggerUi, {
+        routePrefix: '/docs',
+        uiConfig: { docExpansion: 'list' },
+        // No call to validator.swagger.io: the page talks to this server only.
+        validatorUrl: false,
+      })
+    }
     docs.get('/docs/errors', { schema: { hide: true } }, async (_request, reply) => {
       const rows = ERROR_CODES.map(
         (code) =>

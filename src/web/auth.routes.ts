@@ -1,7 +1,6 @@
 // Sign-up (throttled per client address; an existing email is answered as little as can be),
 // sign-in (throttled per email and address pair and per address, with growing delays) and sign-out.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { hash, verify } from '@node-rs/argon2'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { ACCOUNT_NAME_MAX } from '../accounts/accounts.store.js'
@@ -111,7 +110,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
         next,
       })
     }
-    const passwordHash = await hash(values.password)
+    const passwordHash = await (await argon2()).hash(values.password)
     try {
       const { user, account } = await createUserWithAccount(db, { email, passwordHash, accountName, now })
       await startSession(request, reply, user.id)
@@ -149,7 +148,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       const message = tooMany(reply, attempt.retryAfter)
       return render(request, reply, (c) => signUpPage(c, input.shown, { form: message }, input.next), 429)
     }
-    if (!(await verify(input.user.password_hash, input.password).catch(() => false))) {
+    if (!(await (await argon2()).verify(input.user.password_hash, input.password).catch(() => false))) {
       return render(request, reply, (c) => signUpPage(c, input.shown, { email: EMAIL_REGISTERED }, input.next), 409)
     }
     await attempt.succeeded()
@@ -174,7 +173,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
     }
     const user = email ? await findUserByEmail(db, email) : undefined
     // Verify against a real hash even for unknown emails, so timing does not reveal which exist.
-    const ok = await verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
+    const ok = await (await argon2()).verify(user?.password_hash ?? DUMMY_HASH, values.password).catch(() => false)
     if (!user || !ok) {
       return render(
         request,
@@ -204,6 +203,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
 const landing = (accountId: string) => `/app/${accountId}/contacts`
 
 const EMAIL_REGISTERED = 'This email is already registered. Sign in with its password, or use another email.'
+
+/** argon2's native binding, loaded at the first sign-up or sign-in rather than with the app (RSS). */
+const argon2 = () => import('@node-rs/argon2')
 
 // A valid argon2id hash of a random password, verified when the email is unknown.
 const DUMMY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c29tZXNhbHRzb21lc2FsdA$n5xj56n7FIvm4l/52lPcjWGyQ2iVXmEgktjNdfOu2kI'
