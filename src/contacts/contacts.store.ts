@@ -5,12 +5,19 @@ import type { Kysely } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
-import { recordEvent } from '../events/events.js'
+import { recordEvent, recordEvents } from '../events/events.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import { addToContactCount } from './contact-count.js'
-import { applyContactInput, emptyContact, parseStoredContact, searchTerms, toContactRows } from './contacts.js'
+import {
+  applyContactInput,
+  type ContactRows,
+  emptyContact,
+  parseStoredContact,
+  searchTerms,
+  toContactRows,
+} from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
 import type { ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 
@@ -229,4 +236,72 @@ export async function retryOnConflict<T>(
       }
     }
   }
+}
+
+/** The ids of this account's contacts that have these emails, by email key (lib/email.ts emailKey). */
+export async function findContactIdsByEmail(
+  db: Db,
+  accountId: string,
+  emails: readonly string[],
+): Promise<Map<string, string>> {
+  if (emails.length === 0) {
+    return new Map()
+  }
+  const rows = await db
+    .selectFrom('contacts')
+    .select(['id', 'email_lower'])
+    .where('account_id', '=', accountId)
+    .where(
+      'email_lower',
+      'in',
+      emails.map((email) => emailKey(email)),
+    )
+    .execute()
+  return new Map(rows.map((row) => [row.email_lower as string, row.id]))
+}
+
+/** 409 contact_exists, as a create or an update whose email another contact has is answered. */
+export const contactExists = (existingId: string | undefined): AppError =>
+  new AppError('contact_exists', 'A contact with this email already exists in this account.', {
+    errors: [{ field: 'email', message: 'is already used by another contact' }],
+    ...(existingId ? { extensions: { existing_id: existingId } } : {}),
+  })
+
+/**
+ * Inserts contacts already built (their emails free), with one multi-row INSERT per table, the
+ * count and one `contact.created` event each, in the order given (a batch's creates: one
+ * statement per table instead of five per contact).
+ */
+export async function insertContacts(
+  trx: Trx,
+  accountId: string,
+  contacts: readonly Contact[],
+  now: string,
+): Promise<StoredContact[]> {
+  if (contacts.length === 0) {
+    return []
+  }
+  const rows = contacts.map((contact) => toContactRows(accountId, contact))
+  await trx
+    .insertInto('contacts')
+    .values(rows.map((row) => row.contact))
+    .execute()
+  await addToContactCount(trx, accountId, contacts.length)
+  await insertIndexRows(
+    trx,
+    'contact_tags',
+    rows.flatMap((row) => row.tags),
+  )
+  await insertIndexRows(
+    trx,
+    'contact_terms',
+    rows.flatMap((row) => row.terms),
+  )
+  await recordEvents(
+    trx,
+    accountId,
+    rows.map((row) => ({ type: 'contact.created', objectBody: row.contact.body })),
+    now,
+  )
+  return contacts.map((contact, i) => ({ contact, body: (rows[i] as ContactRows).contact.body }))
 }
