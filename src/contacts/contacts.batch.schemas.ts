@@ -1,6 +1,7 @@
 // POST /contacts/batch: the shapes of a batch and of its results, built from the single-item
 // endpoints' own schemas (ContactInput, ContactUpsertInput, IdParams, Contact, Problem).
 import { type Static, type TObject, type TSchema, Type } from '@sinclair/typebox'
+import { ProblemSchema } from '../http/errors.js'
 import { sameSchemaAs } from '../http/openapi-components.js'
 import { IdParams, StringEnum } from '../http/schemas.js'
 import { ContactInputSchema, ContactSchema, UpsertContactSchema } from './contacts.schemas.js'
@@ -99,7 +100,7 @@ const BatchItemResult = Type.Union(
           BATCH_ITEM_FAILURES.map((status) => Type.Literal(status)),
           { description: 'The status the single endpoint would have answered.' },
         ),
-        problem: Type.Ref('Problem'),
+        problem: sameSchemaAs(ProblemSchema),
       },
       {
         additionalProperties: false,
