@@ -1,7 +1,7 @@
 // Tenant-scoped storage of one contact: find, create, update, upsert, delete. Every function takes
 // the account id and every query filters by it. The writes run in the caller's transaction (the
 // route opens it, so an Idempotency-Key's answer commits with the write) and record their event in it.
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
@@ -238,26 +238,27 @@ export async function retryOnConflict<T>(
   }
 }
 
-/** The ids of this account's contacts that have these emails, by email key (lib/email.ts emailKey). */
+/**
+ * The ids of this account's contacts that have these emails, by email key (lib/email.ts emailKey).
+ * One lookup per email on the unique (account_id, email_lower) index, as a scalar subquery per
+ * VALUES row: `email_lower IN (…100 values)` let PostgreSQL, on a table that grew since its last
+ * ANALYZE (a bulk load), walk the whole account by another index (58 ms per batch at 10,000
+ * contacts, growing with the account). Both dialects name a VALUES list's column `column1`.
+ */
 export async function findContactIdsByEmail(
   db: Db,
   accountId: string,
   emails: readonly string[],
 ): Promise<Map<string, string>> {
-  if (emails.length === 0) {
+  const keys = [...new Set(emails.map((email) => emailKey(email)))]
+  if (keys.length === 0) {
     return new Map()
   }
-  const rows = await db
-    .selectFrom('contacts')
-    .select(['id', 'email_lower'])
-    .where('account_id', '=', accountId)
-    .where(
-      'email_lower',
-      'in',
-      emails.map((email) => emailKey(email)),
-    )
-    .execute()
-  return new Map(rows.map((row) => [row.email_lower as string, row.id]))
+  const { rows } = await sql<{ email_lower: string; id: string | null }>`
+    select v.column1 as email_lower,
+      (select c.id from contacts c where c.account_id = ${accountId} and c.email_lower = v.column1) as id
+    from (values ${sql.join(keys.map((key) => sql`(${key})`))}) as v`.execute(db)
+  return new Map(rows.flatMap((row) => (row.id === null ? [] : [[row.email_lower, row.id] as const])))
 }
 
 /** 409 contact_exists, as a create or an update whose email another contact has is answered. */
