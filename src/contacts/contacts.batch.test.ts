@@ -111,11 +111,14 @@ describe.each(testDialects())('POST /contacts/batch on %s', (dialect) => {
         { op: 'update', id: ada.id, contact: { first_name: 'Ada' } },
         { op: 'upsert', contact: { email: 'up@example.com' } },
         { op: 'create', contact: { email: 'up@example.com' } },
+        { op: 'create', contact: { email: 'pair@example.com' } },
+        { op: 'upsert', contact: { email: 'PAIR@example.com', first_name: 'Pat' } },
       ]),
     )
-    expect(results.map((r) => r.status)).toEqual([201, 409, 204, 201, 404, 201, 409])
+    expect(results.map((r) => r.status)).toEqual([201, 409, 204, 201, 404, 201, 409, 201, 200])
     expect(results[1]?.problem).toMatchObject({ existing_id: results[0]?.contact?.id })
     expect(results[6]?.problem).toMatchObject({ existing_id: results[5]?.contact?.id })
+    expect(results[8]?.contact).toMatchObject({ id: results[7]?.contact?.id, first_name: 'Pat' })
   })
 
   it('refuses an update to an email another contact has, as PATCH does, and writes the rest', async () => {
