@@ -6,6 +6,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import { accountsRoutes } from './accounts/accounts.routes.js'
 import type { Config } from './config.js'
+import { contactsBatchRoutes } from './contacts/contacts.batch.routes.js'
 import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
@@ -112,6 +113,7 @@ export async function buildApp(
       })
       await api.register(accountsRoutes, { deps })
       await api.register(contactsRoutes, { prefix: '/contacts', deps })
+      await api.register(contactsBatchRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })
       await api.register(webhookEndpointsRoutes, { prefix: '/webhook_endpoints', deps })
     },

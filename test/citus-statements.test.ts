@@ -235,6 +235,16 @@ async function apiSession(t: TestHarness, acme: TestAccount, hookUrl: string, se
   await call('POST', '/contacts/upsert', '/contacts/upsert', { email: 'upserted@example.com' })
   await call('GET', '/contacts/{id}', `/contacts/${ada.id}`)
   await call('PATCH', '/contacts/{id}', `/contacts/${ada.id}`, { first_name: 'Ada', tags: ['vip', 'x'] })
+  await call('POST', '/contacts/batch', '/contacts/batch', {
+    operations: [
+      { op: 'create', contact: { email: 'b1@example.com', first_name: 'B', tags: ['t'] } },
+      { op: 'create', contact: { email: 'ada@example.com' } },
+      { op: 'upsert', contact: { email: 'c1@example.com', company: 'Acme' } },
+      { op: 'upsert', contact: { email: 'b2@example.com' } },
+      { op: 'update', id: ada.id, contact: { job_title: 'Countess' } },
+      { op: 'delete', id: 'con_unknown' },
+    ],
+  })
   for (const query of [
     '',
     '?limit=2',

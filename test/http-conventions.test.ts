@@ -168,6 +168,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         'GET /api/v1/contacts',
         'POST /api/v1/contacts',
         'POST /api/v1/contacts/upsert',
+        'POST /api/v1/contacts/batch',
         'GET /api/v1/contacts/{id}',
         'PATCH /api/v1/contacts/{id}',
         'DELETE /api/v1/contacts/{id}',
@@ -194,15 +195,17 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         .replace('{id}', 'con_01M00000000000000000000000')
         .replace('{delivery_id}', 'wd_01M00000000000000000000000')
       const webhooks = path.startsWith('/api/v1/webhook_endpoints')
-      const body = !webhooks
-        ? { email: 'doc@example.com' }
-        : path === '/api/v1/webhook_endpoints'
-          ? { url: 'https://hooks.example.com/doc' }
-          : method === 'PATCH'
-            ? { description: 'doc' }
-            : path.endsWith('/roll_secret')
-              ? {}
-              : undefined
+      const body = path.endsWith('/batch')
+        ? { operations: [{ op: 'create', contact: { email: 'batch@example.com' } }] }
+        : !webhooks
+          ? { email: 'doc@example.com' }
+          : path === '/api/v1/webhook_endpoints'
+            ? { url: 'https://hooks.example.com/doc' }
+            : method === 'PATCH'
+              ? { description: 'doc' }
+              : path.endsWith('/roll_secret')
+                ? {}
+                : undefined
       const payload = (method === 'POST' || method === 'PATCH') && body ? { payload: body } : {}
       const answer = await t.inject(acme, { method: method as 'GET', url, ...payload })
       expect(answer.statusCode, entry).toBeLessThan(500)

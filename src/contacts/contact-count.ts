@@ -40,3 +40,7 @@ export async function enforceContactQuota(trx: Trx, accountId: string, max: numb
     )
   }
 }
+
+/** 403 quota_exceeded: a create that would take the account past `max` contacts. */
+export const quotaExceeded = (max: number): AppError =>
+  new AppError('quota_exceeded', `This account has reached its limit of ${max} contacts; delete some to create more.`)

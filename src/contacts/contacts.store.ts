@@ -1,16 +1,23 @@
 // Tenant-scoped storage of one contact: find, create, update, upsert, delete. Every function takes
 // the account id and every query filters by it. The writes run in the caller's transaction (the
 // route opens it, so an Idempotency-Key's answer commits with the write) and record their event in it.
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
-import { recordEvent } from '../events/events.js'
+import { recordEvent, recordEvents } from '../events/events.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import { addToContactCount } from './contact-count.js'
-import { applyContactInput, emptyContact, parseStoredContact, searchTerms, toContactRows } from './contacts.js'
+import {
+  applyContactInput,
+  type ContactRows,
+  emptyContact,
+  parseStoredContact,
+  searchTerms,
+  toContactRows,
+} from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
 import type { ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 
@@ -229,4 +236,73 @@ export async function retryOnConflict<T>(
       }
     }
   }
+}
+
+/**
+ * The ids of this account's contacts that have these emails, by email key (lib/email.ts emailKey).
+ * One lookup per email on the unique (account_id, email_lower) index, as a scalar subquery per
+ * VALUES row: `email_lower IN (…100 values)` let PostgreSQL, on a table that grew since its last
+ * ANALYZE (a bulk load), walk the whole account by another index (58 ms per batch at 10,000
+ * contacts, growing with the account). Both dialects name a VALUES list's column `column1`.
+ */
+export async function findContactIdsByEmail(
+  db: Db,
+  accountId: string,
+  emails: readonly string[],
+): Promise<Map<string, string>> {
+  const keys = [...new Set(emails.map((email) => emailKey(email)))]
+  if (keys.length === 0) {
+    return new Map()
+  }
+  const { rows } = await sql<{ email_lower: string; id: string | null }>`
+    select v.column1 as email_lower,
+      (select c.id from contacts c where c.account_id = ${accountId} and c.email_lower = v.column1) as id
+    from (values ${sql.join(keys.map((key) => sql`(${key})`))}) as v`.execute(db)
+  return new Map(rows.flatMap((row) => (row.id === null ? [] : [[row.email_lower, row.id] as const])))
+}
+
+/** 409 contact_exists, as a create or an update whose email another contact has is answered. */
+export const contactExists = (existingId: string | undefined): AppError =>
+  new AppError('contact_exists', 'A contact with this email already exists in this account.', {
+    errors: [{ field: 'email', message: 'is already used by another contact' }],
+    ...(existingId ? { extensions: { existing_id: existingId } } : {}),
+  })
+
+/**
+ * Inserts contacts already built (their emails free), with one multi-row INSERT per table, the
+ * count and one `contact.created` event each, in the order given (a batch's creates: one
+ * statement per table instead of five per contact).
+ */
+export async function insertContacts(
+  trx: Trx,
+  accountId: string,
+  contacts: readonly Contact[],
+  now: string,
+): Promise<StoredContact[]> {
+  if (contacts.length === 0) {
+    return []
+  }
+  const rows = contacts.map((contact) => toContactRows(accountId, contact))
+  await trx
+    .insertInto('contacts')
+    .values(rows.map((row) => row.contact))
+    .execute()
+  await addToContactCount(trx, accountId, contacts.length)
+  await insertIndexRows(
+    trx,
+    'contact_tags',
+    rows.flatMap((row) => row.tags),
+  )
+  await insertIndexRows(
+    trx,
+    'contact_terms',
+    rows.flatMap((row) => row.terms),
+  )
+  await recordEvents(
+    trx,
+    accountId,
+    rows.map((row) => ({ type: 'contact.created', objectBody: row.contact.body })),
+    now,
+  )
+  return contacts.map((contact, i) => ({ contact, body: (rows[i] as ContactRows).contact.body }))
 }

@@ -90,3 +90,27 @@ export async function recordEvent(
     .values({ account_id: accountId, id, tx_id: txId, type, created_at: now, body })
     .execute()
 }
+
+/**
+ * Writes several events of one transaction with one INSERT (a batch of contact changes), in the
+ * order given: they share one feed position and their ids (monotonic in this process) order them
+ * within it, so the feed lists them in this order, after the transaction's earlier events. Each
+ * body is the one recordEvent writes.
+ */
+export async function recordEvents(
+  trx: Trx,
+  accountId: string,
+  changes: ReadonlyArray<{ type: EventType; objectBody: string }>,
+  now: string,
+): Promise<void> {
+  if (changes.length === 0) {
+    return
+  }
+  const txId = await newEventPosition(trx)
+  const rows = changes.map(({ type, objectBody }) => {
+    const id = newId('event')
+    const body = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":${objectBody}}}`
+    return { account_id: accountId, id, tx_id: txId, type, created_at: now, body }
+  })
+  await trx.insertInto('events').values(rows).execute()
+}

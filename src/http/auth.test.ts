@@ -24,6 +24,11 @@ describe.each(testDialects())('API key authentication on %s', (dialect) => {
     { method: 'GET' as const, url: '/api/v1/contacts' },
     { method: 'POST' as const, url: '/api/v1/contacts', payload: { email: 'x@example.com' } },
     { method: 'POST' as const, url: '/api/v1/contacts/upsert', payload: { email: 'x@example.com' } },
+    {
+      method: 'POST' as const,
+      url: '/api/v1/contacts/batch',
+      payload: { operations: [{ op: 'create', contact: { email: 'y@example.com' } }] },
+    },
     { method: 'GET' as const, url: `/api/v1/contacts/${contactId}` },
     { method: 'PATCH' as const, url: `/api/v1/contacts/${contactId}`, payload: { first_name: 'X' } },
     { method: 'DELETE' as const, url: `/api/v1/contacts/${contactId}` },

@@ -114,9 +114,10 @@ function problemBody(code: ErrorCode, detail: string, requestId: string, extra: 
   }
 }
 
-export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
-  const { errors, headers, extensions } = error.options
-  const body = problemBody(error.code, error.message, String(reply.request.id), {
+/** The problem body of an error, as a response (or a batch item's result) carries it. */
+export function problemOf(error: AppError, requestId: string): Problem {
+  const { errors, extensions } = error.options
+  return problemBody(error.code, error.message, requestId, {
     ...(errors
       ? {
           errors: errors.slice(0, FIELD_ERRORS_MAX).map(({ field, message }) => ({
@@ -127,6 +128,11 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
       : {}),
     ...extensions,
   })
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  const { headers } = error.options
+  const body = problemOf(error, String(reply.request.id))
   if (headers) {
     reply.headers(headers)
   }

@@ -47,6 +47,7 @@ const SESSION = [
   'getContact',
   'updateContact',
   'upsertContact',
+  'batchContacts',
   'listEvents',
   'getEvent',
   'createWebhookEndpoint',

@@ -72,6 +72,18 @@ export const SAMPLES: Readonly<Record<string, Sample>> = {
     body: { email: 'ada@example.com', company: 'Analytical Engines' },
     sdk: ({ body }) => `const { contact, created } = await client.contacts.upsert(${body})`,
   },
+  batchContacts: {
+    body: {
+      operations: [
+        { op: 'create', contact: { email: 'grace@example.com', first_name: 'Grace' } },
+        { op: 'upsert', contact: { email: 'ada@example.com', tags: ['vip', 'speaker'] } },
+        { op: 'update', id: SAMPLE_IDS.contact, contact: { company: 'Analytical Engines' } },
+      ],
+    },
+    sdk: ({ body }) =>
+      `const { results } = await client.contacts.batch(${body})\n` +
+      `for (const result of results) {\n  if ('problem' in result) console.error(result.status, result.problem.detail)\n}`,
+  },
   getContact: { path: contact, sdk: () => `const contact = await client.contacts.get(${q(contact.id)})` },
   updateContact: {
     path: contact,

@@ -6,6 +6,8 @@ import type { paths } from './schema.js'
 import {
   type Account,
   type Contact,
+  type ContactBatch,
+  type ContactBatchResults,
   type ContactInput,
   type ContactPage,
   type ContactPatch,
@@ -126,6 +128,13 @@ export function createClient(options: ClientOptions) {
     delete: async (id: string, init?: RequestOptions): Promise<void> => {
       await ok(api.DELETE('/api/v1/contacts/{id}', { params: { path: { id } }, ...init }))
     },
+    /**
+     * Up to 100 creates, upserts, updates and deletes in one request, run in order. `results[i]`
+     * answers `operations[i]`: `status` 201/200 with `contact`, 204, or a 4xx with `problem`; one
+     * refused operation never fails the others. Retried safely: one Idempotency-Key covers the batch.
+     */
+    batch: (batch: ContactBatch, init?: WriteOptions): Promise<ContactBatchResults> =>
+      ok(api.POST('/api/v1/contacts/batch', { body: batch, ...writeInit(init) })),
   }
 
   const events = {

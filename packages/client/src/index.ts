@@ -12,6 +12,10 @@ export type { components, operations, paths, webhooks } from './schema.js'
 export type {
   Account,
   Contact,
+  ContactBatch,
+  ContactBatchOperation,
+  ContactBatchResult,
+  ContactBatchResults,
   ContactInput,
   ContactPage,
   ContactPatch,

@@ -284,6 +284,48 @@ export interface paths {
         patch: operations["updateContact"];
         trace?: never;
     };
+    "/api/v1/contacts/batch": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create, upsert, update and delete contacts in one request
+         * @description 1 to 100 operations, run in order; `results` answers each, in the same order, with what its single endpoint would have answered: a contact (201 or 200), nothing (204) or a problem (4xx). One refused operation never fails the others. Counts as one request per operation against the rate limit; an Idempotency-Key covers the whole batch. A malformed envelope (not 100 operations or fewer, an unknown `op`, a member the op does not take) is a 400 with nothing done.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/contacts/batch' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 879e1406-6672-86fd-dc55-726ae5528ad6' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"operations":[{"op":"create","contact":{"email":"grace@example.com","first_name":"Grace"}},{"op":"upsert","contact":{"email":"ada@example.com","tags":["vip","speaker"]}},{"op":"update","id":"con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A","contact":{"company":"Analytical Engines"}}]}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const { results } = await client.contacts.batch({ operations: [{ op: 'create', contact: { email: 'grace@example.com', first_name: 'Grace' } }, { op: 'upsert', contact: { email: 'ada@example.com', tags: ['vip', 'speaker'] } }, { op: 'update', id: 'con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A', contact: { company: 'Analytical Engines' } }] })
+         *     for (const result of results) {
+         *       if ('problem' in result) console.error(result.status, result.problem.detail)
+         *     }
+         *     ```
+         */
+        post: operations["batchContacts"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/events": {
         parameters: {
             query?: never;
@@ -884,6 +926,45 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             updated_at: string;
+        };
+        ContactBatch: {
+            /** @description 1 to 100 operations, run in this order. */
+            operations: ({
+                /** @constant */
+                op: "create";
+                contact: components["schemas"]["ContactInput"];
+            } | {
+                /** @constant */
+                op: "upsert";
+                contact: components["schemas"]["ContactUpsertInput"];
+            } | {
+                /** @constant */
+                op: "update";
+                id: string;
+                contact: components["schemas"]["ContactInput"];
+            } | {
+                /** @constant */
+                op: "delete";
+                id: string;
+            })[];
+        };
+        ContactBatchResults: {
+            /** @description One per operation, in the request’s order. */
+            results: ({
+                /** @description 201: created (create, upsert); 200: updated (upsert, update). */
+                status: 201 | 200;
+                contact: components["schemas"]["Contact"];
+            } | {
+                /**
+                 * @description Deleted.
+                 * @constant
+                 */
+                status: 204;
+            } | {
+                /** @description The status the single endpoint would have answered. */
+                status: 400 | 403 | 404 | 409;
+                problem: components["schemas"]["Problem"];
+            })[];
         };
         /** @description A contact was created; `data.object` is the contact as created. */
         ContactCreatedEvent: {
@@ -2645,6 +2726,184 @@ export interface operations {
             };
             /** @description Unsupported media type (`unsupported_media_type`). */
             415: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error (`internal_error`). */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (`service_unavailable`). */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    batchContacts: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ContactBatch"];
+            };
+        };
+        responses: {
+            /** @description One result per operation, in order. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ContactBatchResults"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`). */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Idempotency key in use (`idempotency_key_in_use`). */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`). */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Idempotency key reused (`idempotency_key_reused`). */
+            422: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];

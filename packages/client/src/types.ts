@@ -29,6 +29,17 @@ export type ContactUpsertInput = RequestBody<'upsertContact'>
 export type ContactPatch = RequestBody<'updateContact'>
 export type ContactPage = ResponseBody<'listContacts', 200>
 export type ListContactsQuery = QueryOf<'listContacts'>
+/** POST /contacts/batch: `{ operations: [...] }`, 1 to 100 of them. */
+export type ContactBatch = RequestBody<'batchContacts'>
+/** One operation of a batch, told apart by `op`: create, upsert, update or delete. */
+export type ContactBatchOperation = ContactBatch['operations'][number]
+/** The answer to a batch: `results[i]` answers `operations[i]`. */
+export type ContactBatchResults = ResponseBody<'batchContacts', 200>
+/**
+ * One operation's result, told apart by `status`: 201 or 200 with `contact`, 204, or a 4xx with
+ * `problem` (what the single endpoint would have answered).
+ */
+export type ContactBatchResult = ContactBatchResults['results'][number]
 
 export type Event = ResponseBody<'getEvent', 200>
 export type EventPage = ResponseBody<'listEvents', 200>

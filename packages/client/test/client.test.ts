@@ -89,6 +89,31 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
     await expect(sdk.contacts.get(created.id)).rejects.toMatchObject({ status: 404, code: 'not_found' })
   })
 
+  it('sends a batch and narrows each result by its status', async () => {
+    const sdk = client()
+    const kept = await sdk.contacts.create({ email: 'batch-kept@example.com' })
+    const { results } = await sdk.contacts.batch({
+      operations: [
+        { op: 'create', contact: { email: 'batch-new@example.com', first_name: 'New' } },
+        { op: 'create', contact: { email: 'BATCH-kept@example.com' } },
+        { op: 'update', id: kept.id, contact: { company: 'Acme' } },
+        { op: 'delete', id: kept.id },
+      ],
+    })
+    const seen = results.map((result) => {
+      if ('problem' in result) {
+        return [result.status, result.problem.code, result.problem.existing_id]
+      }
+      return result.status === 204 ? [204] : [result.status, result.contact.email]
+    })
+    expect(seen).toEqual([
+      [201, 'batch-new@example.com'],
+      [409, 'contact_exists', kept.id],
+      [200, 'batch-kept@example.com'],
+      [204],
+    ])
+  })
+
   it('lists a page and walks every page with for await, filters kept', async () => {
     const sdk = client()
     for (let i = 0; i < 7; i++) {
