@@ -18,6 +18,8 @@ details.account-menu > ul { left:0; } details.user-menu { margin-left:auto; } de
 nav.tabs { display:flex; flex-wrap:wrap; gap:.2rem 1.4rem; border-bottom:1px solid var(--line); margin:-.5rem 0 1.2rem; }
 main { max-width:1100px; margin:1.5rem auto; padding:0 1rem; }
 h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:2rem 0 .6rem; }
+/* A long unbroken value (a key name, a URL, a name) wraps instead of widening its table or heading past the page. */
+h1, h2, p, td, th, dd, li { overflow-wrap:anywhere; }
 .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem 1.2rem; margin-bottom:1rem; }
 .narrow { max-width:28rem; margin:3rem auto; }
 label { display:block; font-weight:600; margin:.7rem 0 .2rem; }

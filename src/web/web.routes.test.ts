@@ -186,7 +186,7 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       expect(csp).not.toContain('unsafe-inline')
       expect(csp).toContain("frame-ancestors 'none'")
       expect(res.headers['x-content-type-options']).toBe('nosniff')
-      expect(res.headers['x-frame-options']).toBe('SAMEORIGIN')
+      expect(res.headers['x-frame-options']).toBe('DENY')
     })
   })
 

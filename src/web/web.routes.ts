@@ -48,6 +48,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       },
     },
     strictTransportSecurity: secure,
+    // The same as frame-ancestors 'none' for browsers that predate CSP's (helmet's default is SAMEORIGIN).
+    xFrameOptions: { action: 'deny' },
     // Not helmet's no-referrer: under it browsers send `Origin: null` on the app's own form posts,
     // which the same-origin check below must refuse. same-origin still sends nothing to other sites.
     referrerPolicy: { policy: 'same-origin' },
@@ -121,7 +123,9 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       const status = statusOf(appError.code)
       // e.g. Retry-After on a 429
       reply.headers(appError.options.headers ?? {})
-      return render(request, reply, (c) => errorPage(status, titleOf(appError.code), appError.message, c), status)
+      // A key-scope refusal on a page is a role refusal to the person: it reads like the role hook's.
+      const title = appError.code === 'insufficient_scope' ? 'Not allowed' : titleOf(appError.code)
+      return render(request, reply, (c) => errorPage(status, title, appError.message, c), status)
     }
     if (error.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE') {
       const message = 'Send the form as the browser does (application/x-www-form-urlencoded or multipart/form-data).'

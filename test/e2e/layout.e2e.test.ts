@@ -6,7 +6,7 @@ import type { BrowserContext, Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { staticResolver } from '../static-resolver.js'
 import { browserAvailable, type E2E, signUpInBrowser, startE2E } from './browser.js'
-import { checkPage, checkScreenshotsBudget, VIEWPORTS, type Viewport } from './page-checks.js'
+import { checkPage, checkScreenshotsBudget, horizontalLayout, VIEWPORTS, type Viewport } from './page-checks.js'
 
 const HOOK_URL = 'https://hooks.example.com/contacts/sync-with-a-long-path'
 
@@ -193,6 +193,52 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await owner.locator('header details.user-menu summary').click()
       await owner.getByRole('banner').getByRole('link', { name: 'Your sessions' }).click()
       await checkPage(owner, viewport, 'sessions')
+    }, 120_000)
+
+    it(`at ${viewport.width} px, long unbroken values wrap (a 100-character key name, a long URL, a long name)`, async () => {
+      const page = await newPage(viewport)
+      const accountId = await signUpInBrowser(page, e.base, `long-${viewport.name}@example.com`, 'Long Values Ltd')
+      const fits = async (what: string) => {
+        const layout = await horizontalLayout(page)
+        expect.soft(layout.offenders, `${what} at ${viewport.width} px`).toEqual([])
+        expect.soft(layout.scrollWidth, `${what} at ${viewport.width} px`).toBeLessThanOrEqual(layout.innerWidth)
+      }
+      await page.goto(`${e.base}/app/${accountId}/settings/api`)
+      await page.getByLabel('Name').fill('K'.repeat(100))
+      await page.getByRole('button', { name: 'Create key' }).click()
+      await page.getByText('shown only this once').waitFor()
+      const key = await page.getByLabel('API key').inputValue()
+      await page.getByRole('link', { name: /back to API keys/ }).click()
+      await fits('keys table')
+      await page.getByRole('link', { name: /^Revoke…/ }).click()
+      await fits('revoke page')
+
+      await page.goto(`${e.base}/app/${accountId}/settings/api`)
+      await page.getByRole('link', { name: 'Add endpoint' }).click()
+      await page.getByLabel('Endpoint URL').fill(`${HOOK_URL}/${'verylongpath'.repeat(15)}?x=${'a'.repeat(90)}`)
+      await page.getByRole('button', { name: 'Add endpoint' }).click()
+      await page.getByText('shown only this once').waitFor()
+      await page.getByRole('link', { name: /go to the endpoint/ }).click()
+      await fits('endpoint')
+      await page.getByRole('button', { name: 'Send test event' }).click()
+      await page.getByText('A webhook.test event is queued').waitFor()
+      await page.getByRole('link', { name: 'Details' }).first().click()
+      await page.getByRole('heading', { name: /^Delivery wd_/ }).waitFor()
+      await fits('delivery')
+
+      const created = await fetch(`${e.base}/api/v1/contacts`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'long@example.com', first_name: 'A'.repeat(90) }),
+      })
+      expect(created.status).toBe(201)
+      const { id } = (await created.json()) as { id: string }
+      await page.goto(`${e.base}/app/${accountId}/contacts`)
+      await fits('contacts list')
+      await page.goto(`${e.base}/app/${accountId}/contacts/${id}`)
+      await fits('contact')
+      await page.getByRole('link', { name: 'Delete contact…' }).click()
+      await fits('delete contact')
     }, 120_000)
   }
 })
