@@ -335,17 +335,34 @@ interface Summary {
   /** The worst round's share of one core used by a generator, and achieved over asked rate. */
   loaderCpuMax: number
   rateAchievedMin: number
+  /**
+   * The same medians over the rounds in which every generator got its asked rate served (≥ 97 %): on
+   * a machine busy with other work, a starved service serves less and its CPU per request swells.
+   */
+  paced: { rounds: number; cpuUsPerRequest: number; perInstance: number[]; dbUsPerRequest: number }
   rounds: RoundResult[]
 }
 
-function summarize(rounds: RoundResult[]): Summary {
+const PACED = 0.97
+
+function cpuMedians(rounds: RoundResult[]) {
   const instanceNames = [...new Set(rounds.flatMap((r) => r.shares.map((s) => s.instance)))]
   const perInstance = instanceNames.map((name) =>
     median(rounds.map((r) => r.shares.find((s) => s.instance === name)?.cpuUsPerRequest ?? Number.NaN)),
   )
+  return {
+    rounds: rounds.length,
+    cpuUsPerRequest: perInstance.reduce((a, b) => a + b, 0) / perInstance.length,
+    perInstance,
+    dbUsPerRequest: median(rounds.map((r) => r.dbUsPerRequest)),
+  }
+}
+
+function summarize(rounds: RoundResult[]): Summary {
+  const { cpuUsPerRequest, perInstance } = cpuMedians(rounds)
   const commands = [...new Set(rounds.flatMap((r) => Object.keys(r.redisCallsPerRequest)))]
   return {
-    cpuUsPerRequest: perInstance.reduce((a, b) => a + b, 0) / perInstance.length,
+    cpuUsPerRequest,
     perInstance,
     dbUsPerRequest: median(rounds.map((r) => r.dbUsPerRequest)),
     redisUsPerRequest: median(rounds.map((r) => r.redisUsPerRequest)),
@@ -358,6 +375,7 @@ function summarize(rounds: RoundResult[]): Summary {
     rps: median(rounds.map((r) => r.shares.reduce((sum, s) => sum + s.rps, 0))),
     loaderCpuMax: Math.max(...rounds.flatMap((r) => r.shares.map((s) => s.loaderCpuShare))),
     rateAchievedMin: Math.min(...rounds.flatMap((r) => r.shares.map((s) => s.rps / s.targetRate))),
+    paced: cpuMedians(rounds.filter((r) => r.shares.every((s) => s.rps >= PACED * s.targetRate))),
     rounds,
   }
 }
@@ -369,6 +387,10 @@ async function interleaved(
   setups: Array<{ name: string; instances: Instance[] }>,
 ): Promise<Record<string, Summary>> {
   const rounds = new Map<string, RoundResult[]>(setups.map((s) => [s.name, []]))
+  // Each instance alone first, unrecorded: one that served less so far (B) has colder JIT-compiled code.
+  for (const instance of new Set(setups.flatMap((s) => s.instances))) {
+    await round(ctx, kind, [instance], KINDS[kind].rate)
+  }
   for (let r = 0; r < ctx.options.rounds; r++) {
     for (let i = 0; i < setups.length; i++) {
       const setup = setups[(r + i) % setups.length] as (typeof setups)[number]
@@ -651,8 +673,8 @@ type Report = {
 function printReport(report: Report, options: Options): void {
   const lines = [
     '',
-    '| kind | req/s served (one / two) | one: API µs/req | two: API µs/req (A / B) | two / one | PostgreSQL µs/req (one / two) | Redis µs/req (script) | Redis commands/req | p50 / p99 ms (one) | p50 / p99 ms (two) | generator CPU max | rate reached min |',
-    '|---|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|',
+    '| kind | req/s served (one / two) | one: API µs/req | two: API µs/req (A / B) | two / one | two / one, paced rounds | PostgreSQL µs/req (one / two) | Redis µs/req (script) | Redis commands/req | p50 / p99 ms (one) | p50 / p99 ms (two) | generator CPU max | rate reached min |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|',
   ]
   for (const kind of options.kinds) {
     const s = report.scaling[kind]
@@ -661,7 +683,7 @@ function printReport(report: Report, options: Options): void {
     }
     const { one, two } = s
     lines.push(
-      `| ${KINDS[kind].title} | ${f0(one.rps)} / ${f0(two.rps)} | ${f0(one.cpuUsPerRequest)} | ${f0(two.cpuUsPerRequest)} (${two.perInstance.map(f0).join(' / ')}) | ${(two.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(3)} | ${f0(one.dbUsPerRequest)} / ${f0(two.dbUsPerRequest)} | ${f2(one.redisUsPerRequest)} (${f2(one.redisScriptUsPerRequest)}) | ${calls(one.redisCallsPerRequest)} | ${f2(one.p50)} / ${f2(one.p99)} | ${f2(two.p50)} / ${f2(two.p99)} | ${(Math.max(one.loaderCpuMax, two.loaderCpuMax) * 100).toFixed(0)} % | ${(Math.min(one.rateAchievedMin, two.rateAchievedMin) * 100).toFixed(1)} % |`,
+      `| ${KINDS[kind].title} | ${f0(one.rps)} / ${f0(two.rps)} | ${f0(one.cpuUsPerRequest)} | ${f0(two.cpuUsPerRequest)} (${two.perInstance.map(f0).join(' / ')}) | ${(two.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(3)} | ${one.paced.rounds && two.paced.rounds ? `${(two.paced.cpuUsPerRequest / one.paced.cpuUsPerRequest).toFixed(3)} (${one.paced.rounds} + ${two.paced.rounds})` : '—'} | ${f0(one.dbUsPerRequest)} / ${f0(two.dbUsPerRequest)} | ${f2(one.redisUsPerRequest)} (${f2(one.redisScriptUsPerRequest)}) | ${calls(one.redisCallsPerRequest)} | ${f2(one.p50)} / ${f2(one.p99)} | ${f2(two.p50)} / ${f2(two.p99)} | ${(Math.max(one.loaderCpuMax, two.loaderCpuMax) * 100).toFixed(0)} % | ${(Math.min(one.rateAchievedMin, two.rateAchievedMin) * 100).toFixed(1)} % |`,
     )
   }
   lines.push(
@@ -690,20 +712,31 @@ function printReport(report: Report, options: Options): void {
 function checks(report: Report) {
   const result: Array<{ name: string; met: boolean; hard: boolean; detail: string }> = []
   for (const [kind, { one, two }] of Object.entries(report.scaling)) {
+    const title = KINDS[kind as Kind].title
     const ratio = two.cpuUsPerRequest / one.cpuUsPerRequest
+    const paced = one.paced.rounds > 0 && two.paced.rounds > 0
+    const pacedRatio = two.paced.cpuUsPerRequest / one.paced.cpuUsPerRequest
     result.push({
-      name: `${KINDS[kind as Kind].title}: CPU per request, two instances within 10 % of one`,
-      met: Math.abs(ratio - 1) <= 0.1,
-      hard: false, // a figure, not a correctness check: a noisy machine may miss it
-      detail: `×${ratio.toFixed(3)} (${f0(one.cpuUsPerRequest)} → ${two.perInstance.map(f0).join(' / ')} µs)`,
+      name: `${title}: CPU per request, two instances within 10 % of one (rounds served at the asked rate)`,
+      met: paced && Math.abs(pacedRatio - 1) <= 0.1,
+      hard: false, // a figure, not a correctness check: a busy machine may miss it
+      detail: paced
+        ? `×${pacedRatio.toFixed(3)} over ${one.paced.rounds} + ${two.paced.rounds} rounds (${f0(one.paced.cpuUsPerRequest)} → ${two.paced.perInstance.map(f0).join(' / ')} µs); all rounds ×${ratio.toFixed(3)}`
+        : `no round of ${one.paced.rounds === 0 ? 'one' : 'two'} served the asked rate; all rounds ×${ratio.toFixed(3)} (${f0(one.cpuUsPerRequest)} → ${two.perInstance.map(f0).join(' / ')} µs)`,
     })
     const loader = Math.max(one.loaderCpuMax, two.loaderCpuMax)
+    result.push({
+      name: `${title}: the load generators are not the limit (each under 70 % of a core)`,
+      met: loader < 0.7,
+      hard: false,
+      detail: `busiest at ${(loader * 100).toFixed(0)} % of a core`,
+    })
     const reached = Math.min(one.rateAchievedMin, two.rateAchievedMin)
     result.push({
-      name: `${KINDS[kind as Kind].title}: the load generators are not the limit`,
-      met: loader < 0.7 && reached >= 0.97,
+      name: `${title}: the asked rate was served in every round (≥ ${PACED * 100} %)`,
+      met: reached >= PACED,
       hard: false,
-      detail: `busiest at ${(loader * 100).toFixed(0)} % of a core; ${(reached * 100).toFixed(1)} % of the asked rate reached at worst`,
+      detail: `${(reached * 100).toFixed(1)} % at worst${reached < PACED ? ' (the service, starved of CPU by other work, fell behind)' : ''}`,
     })
   }
   const { sharing } = report
