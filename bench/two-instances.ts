@@ -7,7 +7,9 @@
 //    (API-only instances; the worker's idle cost is measured on its own in step 4).
 // 2. For each kind (GET /me, list page 1, POST /contacts, PATCH /contacts/{id}), `rounds` times:
 //    ONE — instance A alone at the total rate; TWO — A and B at half the rate each (a paced load,
-//    bench/load.ts, one generator process per instance). Per round: each instance's CPU µs per
+//    bench/load.ts, one generator process per instance); and, as a control, A alone at half the rate
+//    (what each of the two gets), which tells a cost of sharing from one of a lighter load per
+//    process (fewer requests per event-loop wake-up). Per round: each instance's CPU µs per
 //    2xx response (user + system from /proc/<pid>/stat), the PostgreSQL backends' µs per response
 //    (the bench database's backends, from /proc), Redis's own CPU per response and the commands it
 //    ran per response (`INFO commandstats` of a Redis of our own, so nothing else is counted), the
@@ -238,6 +240,12 @@ interface RoundResult {
   redisCallsPerRequest: Record<string, number>
 }
 
+interface Scaling {
+  one: Summary
+  two: Summary
+  half: Summary
+}
+
 interface Context {
   options: Options
   backends: () => Promise<Map<number, number>>
@@ -384,7 +392,7 @@ function summarize(rounds: RoundResult[]): Summary {
 async function interleaved(
   ctx: Context,
   kind: Kind,
-  setups: Array<{ name: string; instances: Instance[] }>,
+  setups: Array<{ name: string; instances: Instance[]; rate?: number }>,
 ): Promise<Record<string, Summary>> {
   const rounds = new Map<string, RoundResult[]>(setups.map((s) => [s.name, []]))
   // Each instance alone first, unrecorded: one that served less so far (B) has colder JIT-compiled code.
@@ -394,7 +402,7 @@ async function interleaved(
   for (let r = 0; r < ctx.options.rounds; r++) {
     for (let i = 0; i < setups.length; i++) {
       const setup = setups[(r + i) % setups.length] as (typeof setups)[number]
-      rounds.get(setup.name)?.push(await round(ctx, kind, setup.instances, KINDS[kind].rate))
+      rounds.get(setup.name)?.push(await round(ctx, kind, setup.instances, setup.rate ?? KINDS[kind].rate))
     }
   }
   return Object.fromEntries(setups.map((s) => [s.name, summarize(rounds.get(s.name) ?? [])]))
@@ -566,16 +574,18 @@ async function main(): Promise<void> {
     log(
       `\n1. One instance against two, same total load (paced; ${CONNECTIONS} connections in all), ${options.rounds} × ${options.seconds} s each, interleaved`,
     )
-    const scaling: Record<string, { one: Summary; two: Summary }> = {}
+    const scaling: Record<string, Scaling> = {}
     for (const kind of options.kinds) {
       const result = await interleaved(ctx, kind, [
         { name: 'one', instances: [a] },
         { name: 'two', instances: [a, b] },
+        // The control: one instance at what each of the two gets, to tell sharing from load per process.
+        { name: 'half', instances: [a], rate: KINDS[kind].rate / 2 },
       ])
-      scaling[kind] = { one: result.one as Summary, two: result.two as Summary }
+      scaling[kind] = { one: result.one as Summary, two: result.two as Summary, half: result.half as Summary }
       const { one, two } = scaling[kind]
       log(
-        `  ${kind.padEnd(7)} one ${f0(one.cpuUsPerRequest)} µs/req, two ${two.perInstance.map(f0).join(' / ')} µs/req (×${(two.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(3)}); db ${f0(one.dbUsPerRequest)} / ${f0(two.dbUsPerRequest)}; redis ${f2(one.redisUsPerRequest)} µs, ${calls(one.redisCallsPerRequest)}`,
+        `  ${kind.padEnd(7)} one ${f0(one.cpuUsPerRequest)} µs/req, two ${two.perInstance.map(f0).join(' / ')} µs/req (×${(two.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(3)}), one at half the rate ${f0(scaling[kind].half.cpuUsPerRequest)}; db ${f0(one.dbUsPerRequest)} / ${f0(two.dbUsPerRequest)}; redis ${f2(one.redisUsPerRequest)} µs, ${calls(one.redisCallsPerRequest)}`,
       )
     }
 
@@ -656,7 +666,7 @@ async function main(): Promise<void> {
 }
 
 type Report = {
-  scaling: Record<string, { one: Summary; two: Summary }>
+  scaling: Record<string, Scaling>
   overhead: Record<string, Record<string, Summary>>
   sharing: {
     revocationDelaysMs: number[]
@@ -673,17 +683,17 @@ type Report = {
 function printReport(report: Report, options: Options): void {
   const lines = [
     '',
-    '| kind | req/s served (one / two) | one: API µs/req | two: API µs/req (A / B) | two / one | two / one, paced rounds | PostgreSQL µs/req (one / two) | Redis µs/req (script) | Redis commands/req | p50 / p99 ms (one) | p50 / p99 ms (two) | generator CPU max | rate reached min |',
-    '|---|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|',
+    '| kind | req/s served (one / two) | one: API µs/req | two: API µs/req (A / B) | two / one | two / one, paced rounds | one at half the rate: API µs/req | two / half | PostgreSQL µs/req (one / two) | Redis µs/req (script) | Redis commands/req | p50 / p99 ms (one) | p50 / p99 ms (two) | generator CPU max | rate reached min |',
+    '|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|--:|--:|--:|--:|',
   ]
   for (const kind of options.kinds) {
     const s = report.scaling[kind]
     if (!s) {
       continue
     }
-    const { one, two } = s
+    const { one, two, half } = s
     lines.push(
-      `| ${KINDS[kind].title} | ${f0(one.rps)} / ${f0(two.rps)} | ${f0(one.cpuUsPerRequest)} | ${f0(two.cpuUsPerRequest)} (${two.perInstance.map(f0).join(' / ')}) | ${(two.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(3)} | ${one.paced.rounds && two.paced.rounds ? `${(two.paced.cpuUsPerRequest / one.paced.cpuUsPerRequest).toFixed(3)} (${one.paced.rounds} + ${two.paced.rounds})` : '—'} | ${f0(one.dbUsPerRequest)} / ${f0(two.dbUsPerRequest)} | ${f2(one.redisUsPerRequest)} (${f2(one.redisScriptUsPerRequest)}) | ${calls(one.redisCallsPerRequest)} | ${f2(one.p50)} / ${f2(one.p99)} | ${f2(two.p50)} / ${f2(two.p99)} | ${(Math.max(one.loaderCpuMax, two.loaderCpuMax) * 100).toFixed(0)} % | ${(Math.min(one.rateAchievedMin, two.rateAchievedMin) * 100).toFixed(1)} % |`,
+      `| ${KINDS[kind].title} | ${f0(one.rps)} / ${f0(two.rps)} | ${f0(one.cpuUsPerRequest)} | ${f0(two.cpuUsPerRequest)} (${two.perInstance.map(f0).join(' / ')}) | ${(two.cpuUsPerRequest / one.cpuUsPerRequest).toFixed(3)} | ${one.paced.rounds && two.paced.rounds ? `${(two.paced.cpuUsPerRequest / one.paced.cpuUsPerRequest).toFixed(3)} (${one.paced.rounds} + ${two.paced.rounds})` : '—'} | ${f0(half.cpuUsPerRequest)} | ${(two.cpuUsPerRequest / half.cpuUsPerRequest).toFixed(3)} | ${f0(one.dbUsPerRequest)} / ${f0(two.dbUsPerRequest)} | ${f2(one.redisUsPerRequest)} (${f2(one.redisScriptUsPerRequest)}) | ${calls(one.redisCallsPerRequest)} | ${f2(one.p50)} / ${f2(one.p99)} | ${f2(two.p50)} / ${f2(two.p99)} | ${(Math.max(one.loaderCpuMax, two.loaderCpuMax) * 100).toFixed(0)} % | ${(Math.min(one.rateAchievedMin, two.rateAchievedMin) * 100).toFixed(1)} % |`,
     )
   }
   lines.push(
@@ -711,7 +721,7 @@ function printReport(report: Report, options: Options): void {
 
 function checks(report: Report) {
   const result: Array<{ name: string; met: boolean; hard: boolean; detail: string }> = []
-  for (const [kind, { one, two }] of Object.entries(report.scaling)) {
+  for (const [kind, { one, two, half }] of Object.entries(report.scaling)) {
     const title = KINDS[kind as Kind].title
     const ratio = two.cpuUsPerRequest / one.cpuUsPerRequest
     const paced = one.paced.rounds > 0 && two.paced.rounds > 0
@@ -723,6 +733,12 @@ function checks(report: Report) {
       detail: paced
         ? `×${pacedRatio.toFixed(3)} over ${one.paced.rounds} + ${two.paced.rounds} rounds (${f0(one.paced.cpuUsPerRequest)} → ${two.paced.perInstance.map(f0).join(' / ')} µs); all rounds ×${ratio.toFixed(3)}`
         : `no round of ${one.paced.rounds === 0 ? 'one' : 'two'} served the asked rate; all rounds ×${ratio.toFixed(3)} (${f0(one.cpuUsPerRequest)} → ${two.perInstance.map(f0).join(' / ')} µs)`,
+    })
+    result.push({
+      name: `${title}: CPU per request, two instances within 10 % of one alone at the same load per process (half the rate)`,
+      met: Math.abs(two.cpuUsPerRequest / half.cpuUsPerRequest - 1) <= 0.1,
+      hard: false,
+      detail: `×${(two.cpuUsPerRequest / half.cpuUsPerRequest).toFixed(3)} (${f0(half.cpuUsPerRequest)} → ${two.perInstance.map(f0).join(' / ')} µs)`,
     })
     const loader = Math.max(one.loaderCpuMax, two.loaderCpuMax)
     result.push({
