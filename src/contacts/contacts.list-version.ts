@@ -14,7 +14,8 @@
 //   below it): once one of them ends, the stamp is different. Settled accounts (no such
 //   transaction) have stamps that are the position alone, stable until the next change.
 // The retention purge deletes events oldest first, so the newest stays while its account keeps
-// any; an account with no event (none yet, or all purged) has no stamp and its pages no ETag.
+// any; an account with no event (none yet, or all purged) has no version, and its pages are tagged
+// by their own bytes instead (contacts.routes.ts).
 import { CompiledQuery } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
 import type { Db } from '../db/transaction.js'

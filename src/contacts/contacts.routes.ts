@@ -26,7 +26,7 @@ import {
   notModifiedResponse,
   taggedJsonResponse,
 } from '../http/openapi-responses.js'
-import { sendPage } from '../http/pagination.js'
+import { buildPage, sendPageBody } from '../http/pagination.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { deriveKey } from '../lib/crypto.js'
@@ -148,17 +148,24 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
+      const page = () =>
+        buildPage(deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, (position) =>
+          listContactRows(db, accountId, { ...filters, ...position }),
+        )
       // The version is read before the rows: a change committed in between is in the page and
       // makes the version newer, so the tag sent can only be too old (a 200 later), never too new.
       const version = await contactsVersion(db, accountId)
       const tag = version && stampTag(listTagKey, `${accountId}\n${canonicalQuery(request.query)}\n${version}`)
-      const answered = answerConditionally(request, reply, tag)
-      if (answered) {
-        return answered
+      const preconditions = preconditionsOf(request)
+      if (tag !== undefined && preconditions?.ifMatch === undefined && preconditions?.ifNoneMatch !== '*') {
+        // The poller's path: a 304 without reading a contact. Only a tag this query was given can
+        // match, so the query was valid (its cursor too); `*` and If-Match wait for the page, as a
+        // request that fails without its conditions must fail the same with them (RFC 9110 §13.2.1).
+        return answerConditionally(request, reply, tag, preconditions) ?? sendPageBody(reply, await page())
       }
-      return sendPage(reply, deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, (position) =>
-        listContactRows(db, accountId, { ...filters, ...position }),
-      )
+      // No event to stamp a version with (none yet, or all purged): the tag of the page's bytes.
+      const body = await page()
+      return answerConditionally(request, reply, tag ?? bytesTag(body), preconditions) ?? sendPageBody(reply, body)
     },
   )
 

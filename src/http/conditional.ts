@@ -7,7 +7,12 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, invalidParameter } from './errors.js'
 
-/** Longer than any list of tags a client has a use for (64 of ours), short of the 16 KiB header limit. */
+/**
+ * Longer than any list of tags a client has a use for (80 of ours), short of the 16 KiB header
+ * limit. Enforced by parseCondition: with our own validator compiler (http/validation.ts), Fastify
+ * does not lowercase a header schema's names, so Ajv never meets these headers; the schemas below
+ * document them (in their usual spelling) for the OpenAPI document and the SDK.
+ */
 const CONDITION_MAX = 2048
 
 const conditionHeader = (name: string, description: string) =>
@@ -68,6 +73,9 @@ function parseCondition(name: string, value: string | string[] | undefined): Con
   const text = (Array.isArray(value) ? value.join(', ') : value)?.trim()
   if (!text) {
     return undefined
+  }
+  if (text.length > CONDITION_MAX) {
+    throw invalidParameter(name, `must be at most ${CONDITION_MAX} characters`)
   }
   if (text === '*') {
     return '*'
@@ -168,8 +176,8 @@ export function answerConditionally(
   request: FastifyRequest,
   reply: FastifyReply,
   current: string | undefined,
+  preconditions = preconditionsOf(request),
 ): FastifyReply | undefined {
-  const preconditions = preconditionsOf(request)
   const outcome = preconditions ? evaluatePreconditions(preconditions, current, request.method) : 'proceed'
   if (outcome === 'precondition_failed') {
     throw preconditionFailed()
