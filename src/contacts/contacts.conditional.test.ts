@@ -1,11 +1,10 @@
 // Conditional requests on contacts (docs/conditional-requests.md): ETag, If-None-Match → 304,
 // If-Match → 412, atomic with the write; through HTTP on every dialect.
 import type { LightMyRequestResponse } from 'fastify'
-import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
-import { createContact, expectProblem, snapshotAccount } from '../../test/helpers.js'
+import { createContact, expectProblem, listVersionSettled, snapshotAccount } from '../../test/helpers.js'
 import { purgeExpiredEvents } from '../events/events.store.js'
 
 const STRONG_TAG = /^"[\w-]{22}"$/
@@ -40,25 +39,7 @@ describe.each(testDialects())('conditional requests on %s', (dialect) => {
   const remove = (account: TestAccount, id: string, headers: Record<string, string> = {}) =>
     t.inject(account, { method: 'DELETE', url: `/api/v1/contacts/${id}`, headers })
 
-  /**
-   * On the PostgreSQL server a list page's tag also names transactions still open below the
-   * account's newest change (contacts.list-version.ts), and other suites share the server: wait
-   * until none is, so two reads in a row see the same tag.
-   */
-  async function settled(account: TestAccount): Promise<void> {
-    if (dialect !== 'postgres') {
-      return
-    }
-    for (let attempt = 0; attempt < 500; attempt++) {
-      const { rows } = await sql<{ settled: boolean }>`
-        select coalesce(max(tx_id), 0) < pg_snapshot_xmin(pg_current_snapshot())::text::bigint as settled
-        from events where account_id = ${account.id}`.execute(t.db)
-      if (rows[0]?.settled) {
-        return
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20))
-    }
-  }
+  const settled = (account: TestAccount) => listVersionSettled(t, account)
 
   describe('GET /contacts/{id}', () => {
     it('has a strong ETag, the same as the write that made the contact; If-None-Match with it is 304 until it changes', async () => {

@@ -140,7 +140,9 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         headers: ReadConditionHeaders,
         response: {
           200: taggedJsonResponse(ListEnvelope('ContactList', 'contacts', ContactSchema), 'A page of contacts.'),
-          304: notModifiedResponse('Not modified: no contact of the account changed since the page with this ETag.'),
+          304: notModifiedResponse(
+            'Not modified: the page is still the one with this ETag (no contact of the account changed since).',
+          ),
           ...apiProblems('invalid_cursor', 'precondition_failed'),
         },
       },

@@ -110,7 +110,7 @@ const ETag = namedHeader(
     pattern: '^"[A-Za-z0-9_-]{22}"$',
     maxLength: 24,
     description:
-      'A strong entity tag of this representation. Send it back unchanged in `If-None-Match` to get 304 while it is unchanged, or (a contact) in `If-Match` to change or delete the contact only if nobody else has since (412 otherwise). A contacts list page may have none: see docs/conditional-requests.md.',
+      'A strong entity tag of this representation. Send it back unchanged in `If-None-Match` to get 304 while it is unchanged, or (a contact) in `If-Match` to change or delete the contact only if nobody else has since (412 otherwise). See docs/conditional-requests.md.',
   }),
 )
 
