@@ -11,6 +11,7 @@ import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
 import { accountIdOf, requireApiKey } from './http/auth.js'
+import { refuseUnevaluatedConditions } from './http/conditional.js'
 import { AppError, clientErrorHandler, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
 import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
@@ -107,6 +108,8 @@ export async function buildApp(
   await app.register(
     async (api) => {
       requireApiKey(api, deps)
+      // Before the Idempotency-Key is claimed: a refused request leaves no answer behind.
+      refuseUnevaluatedConditions(api)
       installIdempotency(api, deps.database.db, deps.clock, {
         answerKey: deriveKey(deps.secret, 'idempotent-answers'),
         keysPerAccount: deps.config.idempotencyKeysPerAccount,

@@ -1,5 +1,6 @@
 // Small assertions shared by the HTTP suites.
 import type { LightMyRequestResponse } from 'fastify'
+import { sql } from 'kysely'
 import { expect } from 'vitest'
 import type { TestAccount, TestHarness } from './harness.js'
 
@@ -38,4 +39,24 @@ export async function createContact(t: TestHarness, account: TestAccount, payloa
   const res = await t.inject(account, { method: 'POST', url: '/api/v1/contacts', payload })
   expect(res.statusCode, res.body).toBe(201)
   return res.json()
+}
+
+/**
+ * On the PostgreSQL server a contacts list page's ETag also names the transactions still open below
+ * the account's newest change (src/contacts/contacts.list-version.ts), and other suites share the
+ * server: waits until none is, so two reads in a row see the same tag. A no-op elsewhere.
+ */
+export async function listVersionSettled(t: TestHarness, account: TestAccount): Promise<void> {
+  if (t.dialect !== 'postgres') {
+    return
+  }
+  for (let attempt = 0; attempt < 500; attempt++) {
+    const { rows } = await sql<{ settled: boolean }>`
+      select coalesce(max(tx_id), 0) < pg_snapshot_xmin(pg_current_snapshot())::text::bigint as settled
+      from events where account_id = ${account.id}`.execute(t.db)
+    if (rows[0]?.settled) {
+      return
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
 }

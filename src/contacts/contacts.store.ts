@@ -48,6 +48,14 @@ export async function createContact(
   return insertContact(trx, accountId, contact, now)
 }
 
+/**
+ * A test of the contact as stored (its body), made inside the write's transaction with the row
+ * locked, before its event is written: it throws to refuse the write (If-Match,
+ * http/conditional.ts), which rolls the transaction back. Checked under the lock, so no other
+ * write can land between the check and the write.
+ */
+export type ContactPrecondition = (currentBody: string) => void
+
 /** Applies a merge-semantics update; undefined when the contact is not in this account. */
 export async function updateContact(
   trx: Trx,
@@ -55,8 +63,12 @@ export async function updateContact(
   id: string,
   input: ContactInput,
   now: string,
+  precondition?: ContactPrecondition,
 ): Promise<StoredContact | undefined> {
   const current = await lockContact(trx, accountId, { id })
+  if (current && precondition) {
+    precondition(current.body)
+  }
   return current && (await updateLockedContact(trx, accountId, current, input, now))
 }
 
@@ -79,8 +91,17 @@ export async function upsertContact(
   return { ...(await createContact(trx, accountId, input, now)), created: true }
 }
 
-/** Deletes the contact and records its event; false when it is not in this account. */
-export async function deleteContact(trx: Trx, accountId: string, id: string, now: string): Promise<boolean> {
+/**
+ * Deletes the contact and records its event; false when it is not in this account. A precondition
+ * sees the contact as deleted (the DELETE locked the row) and can still undo it by throwing.
+ */
+export async function deleteContact(
+  trx: Trx,
+  accountId: string,
+  id: string,
+  now: string,
+  precondition?: ContactPrecondition,
+): Promise<boolean> {
   const deleted = await trx
     .deleteFrom('contacts')
     .where('account_id', '=', accountId)
@@ -90,6 +111,7 @@ export async function deleteContact(trx: Trx, accountId: string, id: string, now
   if (!deleted) {
     return false
   }
+  precondition?.(deleted.body)
   await addToContactCount(trx, accountId, -1)
   await recordEvent(trx, accountId, 'contact.deleted', deleted.body, now)
   return true

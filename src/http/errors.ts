@@ -20,6 +20,7 @@ const CATALOGUE = {
   invalid_parameter: { status: 400, title: 'Invalid parameter' },
   invalid_cursor: { status: 400, title: 'Invalid cursor' },
   request_timeout: { status: 408, title: 'Request timeout' },
+  precondition_failed: { status: 412, title: 'Precondition failed' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   headers_too_large: { status: 431, title: 'Request headers too large' },
@@ -136,6 +137,8 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
   if (headers) {
     reply.headers(headers)
   }
+  // A problem is no representation of the resource: an ETag set before the failure must not be sent.
+  reply.removeHeader('etag')
   // Serialized here so a route's response schema can never strip the problem's members.
   return reply
     .code(body.status)

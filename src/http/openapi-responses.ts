@@ -103,6 +103,27 @@ export const jsonResponse = <T extends TSchema>(schema: T, description: string) 
 /** A success response without a body (204) of an /api/v1 operation. */
 export const emptyResponse = (description: string) => Type.Null({ description, headers: rateLimitHeaders('account') })
 
+// http/conditional.ts: `"` + 22 base64url characters + `"`.
+const ETag = namedHeader(
+  'ETag',
+  Type.String({
+    pattern: '^"[A-Za-z0-9_-]{22}"$',
+    maxLength: 24,
+    description:
+      'A strong entity tag of this representation. Send it back unchanged in `If-None-Match` to get 304 while it is unchanged, or (a contact) in `If-Match` to change or delete the contact only if nobody else has since (412 otherwise). See docs/conditional-requests.md.',
+  }),
+)
+
+/** A JSON success response of an /api/v1 operation that carries its representation's ETag. */
+export const taggedJsonResponse = <T extends TSchema>(schema: T, description: string) => ({
+  ...jsonResponse(schema, description),
+  headers: { ...rateLimitHeaders('account'), ETag },
+})
+
+/** 304 Not Modified: no body; the ETag and the account's budget, as on the 200 it stands for. */
+export const notModifiedResponse = (description: string) =>
+  Type.Null({ description, headers: { ...rateLimitHeaders('account'), ETag } })
+
 /** The budget whose RateLimit headers a problem with this code is sent with (none for 5xx). */
 const budgetOf = (code: ErrorCode): Budget | undefined => {
   switch (code) {
@@ -147,6 +168,10 @@ const EXAMPLES: Record<ErrorCode, { detail: string; errors?: FieldError[]; exist
   },
   payload_too_large: { detail: 'The request body is larger than 1 MiB.' },
   request_timeout: { detail: 'The request did not arrive in time; send it again.' },
+  precondition_failed: {
+    detail:
+      'The resource has changed since the version your If-Match or If-None-Match names; nothing was done. GET it again for its current ETag, then retry the change.',
+  },
   headers_too_large: { detail: 'The request headers are larger than 16 KiB.' },
   unsupported_media_type: { detail: 'Send the request body as application/json.' },
   rate_limited: {

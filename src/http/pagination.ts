@@ -186,23 +186,38 @@ function pageBody(
   return body
 }
 
+type FetchRows = (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[] | ScannedRows>
+
 /**
- * The whole of a list endpoint after authentication: decode `after` for this scope, fetch
- * limit + 1 rows from the position, and send the envelope with the next cursor. `afterId` is the
- * previous page's last row's id, or its `position` on a list whose rows carry one.
+ * A list page's bytes: decode `after` for this scope, fetch limit + 1 rows from the position, and
+ * build the envelope with the next cursor. `afterId` is the previous page's last row's id, or its
+ * `position` on a list whose rows carry one.
  */
-export async function sendPage(
-  reply: FastifyReply,
+export async function buildPage(
   secret: string,
   scope: CursorScope,
   page: { limit: number | undefined; after: string | undefined },
-  fetchRows: (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[] | ScannedRows>,
-): Promise<FastifyReply> {
+  fetchRows: FetchRows,
+): Promise<Buffer> {
   const cursors = cursorCodec(secret, scope)
   const afterId = page.after === undefined ? undefined : cursors.decode(page.after)
   const limit = page.limit ?? PAGE_SIZE_DEFAULT
   const fetched = await fetchRows({ afterId, fetch: limit + 1 })
   const scanned = Array.isArray(fetched) ? { rows: fetched, scannedTo: undefined } : fetched
-  const body = pageBody(scope.list, scanned, limit, cursors.encode)
-  return reply.code(200).type('application/json; charset=utf-8').send(body)
+  return pageBody(scope.list, scanned, limit, cursors.encode)
+}
+
+/** Sends a page buildPage made. */
+export const sendPageBody = (reply: FastifyReply, body: Buffer): FastifyReply =>
+  reply.code(200).type('application/json; charset=utf-8').send(body)
+
+/** The whole of a list endpoint after authentication: buildPage, then send it. */
+export async function sendPage(
+  reply: FastifyReply,
+  secret: string,
+  scope: CursorScope,
+  page: { limit: number | undefined; after: string | undefined },
+  fetchRows: FetchRows,
+): Promise<FastifyReply> {
+  return sendPageBody(reply, await buildPage(secret, scope, page, fetchRows))
 }

@@ -1,5 +1,11 @@
 // createClient: the API's resources as methods, over openapi-fetch and the generated types.
 import createFetchClient, { type Client } from 'openapi-fetch'
+import {
+  type Conditional,
+  type ConditionalReadOptions,
+  type ConditionalWriteOptions,
+  rememberEtag,
+} from './conditional.js'
 import { ApiError } from './errors.js'
 import { DEFAULT_RETRY, type FetchLike, type RetryOptions, retryingFetch } from './fetch.js'
 import type { paths } from './schema.js'
@@ -86,10 +92,43 @@ async function ok<T>(call: Result<T> | Promise<Result<T>>): Promise<T> {
   return data as T
 }
 
+/** As ok, remembering the response's ETag for etagOf. */
+async function tagged<T>(call: Result<T> | Promise<Result<T>>): Promise<T> {
+  const result = await call
+  return rememberEtag(await ok(result), result.response)
+}
+
+/** A read sent with If-None-Match: 304 is `{ notModified: true }`, a 200 the new copy and its tag. */
+async function conditional<T>(call: Promise<Result<T>>): Promise<Conditional<T>> {
+  const result = await call
+  const etag = result.response.headers.get('etag') ?? undefined
+  if (result.response.status === 304) {
+    return { notModified: true, etag }
+  }
+  return { notModified: false, etag, data: await tagged(result) }
+}
+
+/** A read without `ifNoneMatch`: the plain answer (so a ConditionalReadOptions never picks this overload). */
+type PlainRead = RequestOptions & { ifNoneMatch?: never }
+
+/** Whether a read asked for a conditional answer (the `ifNoneMatch` key is there, even undefined). */
+const isConditional = (init: object | undefined): init is ConditionalReadOptions =>
+  init !== undefined && 'ifNoneMatch' in init
+
+/** The If-None-Match of a conditional read, as an openapi-fetch `params.header`. */
+const ifNoneMatchHeader = (init: RequestOptions | ConditionalReadOptions = {}) =>
+  'ifNoneMatch' in init && init.ifNoneMatch !== undefined ? { header: { 'If-None-Match': init.ifNoneMatch } } : {}
+
+/** The If-Match of a conditional write, as an openapi-fetch `params.header`. */
+const ifMatchHeader = ({ ifMatch }: ConditionalWriteOptions = {}) =>
+  ifMatch === undefined ? {} : { header: { 'If-Match': ifMatch } }
+
 const writeInit = (options: WriteOptions = {}) => ({
   ...(options.idempotencyKey === undefined ? {} : { headers: { 'idempotency-key': options.idempotencyKey } }),
   ...(options.signal ? { signal: options.signal } : {}),
 })
+
+const signalOf = (init: { signal?: AbortSignal } = {}) => (init.signal ? { signal: init.signal } : {})
 
 export function createClient(options: ClientOptions) {
   const retry: RetryOptions = {
@@ -104,29 +143,76 @@ export function createClient(options: ClientOptions) {
     fetch: retryingFetch(inner, retry),
   })
 
+  /**
+   * One page of contacts (`limit` 1–100, default 50; pass `next_cursor` back as `after`). With
+   * `{ ifNoneMatch }` (a previous page's `etag`): `{ notModified: true }` while no contact of the
+   * account changed, a cheap way to poll.
+   */
+  function listContacts(
+    query: ListContactsQuery | undefined,
+    init: ConditionalReadOptions,
+  ): Promise<Conditional<ContactPage>>
+  function listContacts(query?: ListContactsQuery, init?: PlainRead): Promise<ContactPage>
+  function listContacts(
+    query?: ListContactsQuery,
+    init?: RequestOptions | ConditionalReadOptions,
+  ): Promise<ContactPage | Conditional<ContactPage>> {
+    const call = api.GET('/api/v1/contacts', {
+      params: { query: exactQuery<'listContacts'>(query), ...ifNoneMatchHeader(init) },
+      ...signalOf(init),
+    })
+    return isConditional(init) ? conditional(call) : tagged(call)
+  }
+
+  /** A contact. With `{ ifNoneMatch }` (the `etagOf` your copy): `{ notModified: true }` while it is unchanged. */
+  function getContact(id: string, init: ConditionalReadOptions): Promise<Conditional<Contact>>
+  function getContact(id: string, init?: PlainRead): Promise<Contact>
+  function getContact(
+    id: string,
+    init?: RequestOptions | ConditionalReadOptions,
+  ): Promise<Contact | Conditional<Contact>> {
+    const call = api.GET('/api/v1/contacts/{id}', {
+      params: { path: { id }, ...ifNoneMatchHeader(init) },
+      ...signalOf(init),
+    })
+    return isConditional(init) ? conditional(call) : tagged(call)
+  }
+
   const contacts = {
-    /** One page of contacts (`limit` 1–100, default 50; pass `next_cursor` back as `after`). */
-    list: (query?: ListContactsQuery, init?: RequestOptions): Promise<ContactPage> =>
-      ok(api.GET('/api/v1/contacts', { params: { query: exactQuery<'listContacts'>(query) }, ...init })),
+    list: listContacts,
     /** Every contact matching the filters, page after page: `for await (const contact of client.contacts.all({ tag }))`. */
     all: (query: Omit<ListContactsQuery, 'after'> = {}): AsyncGenerator<Contact, void, undefined> =>
       walk((q: ListContactsQuery) => contacts.list(q), 'contacts', query as ListContactsQuery),
-    get: (id: string, init?: RequestOptions): Promise<Contact> =>
-      ok(api.GET('/api/v1/contacts/{id}', { params: { path: { id } }, ...init })),
+    get: getContact,
     /** 201 with the contact; ApiError `contact_exists` (409, `problem.existing_id`) when the email is taken. */
     create: (input: ContactInput, init?: WriteOptions): Promise<Contact> =>
-      ok(api.POST('/api/v1/contacts', { body: input, ...writeInit(init) })),
+      tagged(api.POST('/api/v1/contacts', { body: input, ...writeInit(init) })),
     /** By email: creates the contact or updates it (`created` tells which). */
     upsert: async (input: ContactUpsertInput, init?: WriteOptions): Promise<{ contact: Contact; created: boolean }> => {
       const result = await api.POST('/api/v1/contacts/upsert', { body: input, ...writeInit(init) })
-      const contact = await ok<Contact>(result as Result<Contact>)
+      const contact = await tagged<Contact>(result as Result<Contact>)
       return { contact, created: result.response.status === 201 }
     },
-    /** Merge semantics: an absent field is unchanged, `null` clears it, `custom_fields` merge per key. */
-    update: (id: string, patch: ContactPatch, init?: RequestOptions): Promise<Contact> =>
-      ok(api.PATCH('/api/v1/contacts/{id}', { params: { path: { id } }, body: patch, ...init })),
-    delete: async (id: string, init?: RequestOptions): Promise<void> => {
-      await ok(api.DELETE('/api/v1/contacts/{id}', { params: { path: { id } }, ...init }))
+    /**
+     * Merge semantics: an absent field is unchanged, `null` clears it, `custom_fields` merge per key.
+     * With `{ ifMatch: etagOf(contact) }`: only if nobody changed it since (else ApiError `precondition_failed`).
+     */
+    update: (id: string, patch: ContactPatch, init?: ConditionalWriteOptions): Promise<Contact> =>
+      tagged(
+        api.PATCH('/api/v1/contacts/{id}', {
+          params: { path: { id }, ...ifMatchHeader(init) },
+          body: patch,
+          ...signalOf(init),
+        }),
+      ),
+    /** With `{ ifMatch: etagOf(contact) }`: only if nobody changed it since (else ApiError `precondition_failed`). */
+    delete: async (id: string, init?: ConditionalWriteOptions): Promise<void> => {
+      await ok(
+        api.DELETE('/api/v1/contacts/{id}', {
+          params: { path: { id }, ...ifMatchHeader(init) },
+          ...signalOf(init),
+        }),
+      )
     },
     /**
      * Up to 100 creates, upserts, updates and deletes in one request, run in order. `results[i]`

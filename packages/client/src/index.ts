@@ -6,6 +6,14 @@ export {
   type RequestOptions,
   type WriteOptions,
 } from './client.js'
+export {
+  type Conditional,
+  type ConditionalReadOptions,
+  type ConditionalWriteOptions,
+  etagOf,
+  type Modified,
+  type NotModified,
+} from './conditional.js'
 export { ApiError, type FieldError, type Problem } from './errors.js'
 export type { FetchLike } from './fetch.js'
 export type { components, operations, paths, webhooks } from './schema.js'

@@ -113,7 +113,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end.
+         * @description One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end. A page has an `ETag`: poll with `If-None-Match` and get 304, without reading a contact, until a contact of the account changes.
          *
          *     **curl**
          *
@@ -215,7 +215,7 @@ export interface paths {
         };
         /**
          * Get a contact
-         * @description A contact of this account; any other id, well-formed or not, is 404.
+         * @description A contact of this account; any other id, well-formed or not, is 404. With `If-None-Match` and its `ETag`: 304 while it is unchanged.
          *
          *     **curl**
          *
@@ -238,7 +238,7 @@ export interface paths {
         post?: never;
         /**
          * Delete a contact
-         * @description Deletes the contact and records a `contact.deleted` event; another id is 404.
+         * @description Deletes the contact and records a `contact.deleted` event; another id is 404. With `If-Match` and the `ETag` you read: 412 `precondition_failed`, and nothing deleted, if the contact changed since.
          *
          *     **curl**
          *
@@ -261,7 +261,7 @@ export interface paths {
         head?: never;
         /**
          * Update a contact
-         * @description Merge semantics: an absent field is unchanged, null clears it; custom_fields merge per key and a null value deletes the key.
+         * @description Merge semantics: an absent field is unchanged, null clears it; custom_fields merge per key and a null value deletes the key. With `If-Match` and the `ETag` you read: 412 `precondition_failed`, and no change, if the contact changed since (no lost update).
          *
          *     **curl**
          *
@@ -1205,7 +1205,7 @@ export interface components {
             /** Format: int32 */
             status: number;
             detail: string;
-            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "request_timeout" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             request_id: string;
             errors?: {
                 field: string;
@@ -1438,6 +1438,8 @@ export interface components {
     };
     requestBodies: never;
     headers: {
+        /** @description A strong entity tag of this representation. Send it back unchanged in `If-None-Match` to get 304 while it is unchanged, or (a contact) in `If-Match` to change or delete the contact only if nobody else has since (412 otherwise). See docs/conditional-requests.md. */
+        ETag: string;
         /** @description Present, `true`, when this is the stored answer to an earlier request with the same Idempotency-Key and body. */
         IdempotentReplayed: "true";
         /** @description The URL of the resource created. */
@@ -1751,7 +1753,12 @@ export interface operations {
                 /** @description By creation: asc (oldest first, so a walk also sees contacts created meanwhile) or desc. */
                 order?: "asc" | "desc";
             };
-            header?: never;
+            header?: {
+                /** @description Answer 304 Not Modified, without a body, when the current ETag is one of these (weak comparison); on a write, 412 instead. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-None-Match. */
+                "If-None-Match"?: string;
+                /** @description Do it only if the current ETag is one of these (strong comparison): else 412 `precondition_failed` and nothing changes. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-Match. */
+                "If-Match"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -1763,6 +1770,7 @@ export interface operations {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1796,6 +1804,17 @@ export interface operations {
                     "application/json": components["schemas"]["ContactList"];
                 };
             };
+            /** @description Not modified: the page is still the one with this ETag (no contact of the account changed since). */
+            304: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
@@ -1823,6 +1842,18 @@ export interface operations {
             };
             /** @description Request timeout (`request_timeout`). */
             408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`). */
+            412: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -1905,6 +1936,7 @@ export interface operations {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2105,6 +2137,7 @@ export interface operations {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2141,6 +2174,7 @@ export interface operations {
                     "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2321,7 +2355,12 @@ export interface operations {
     getContact: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Answer 304 Not Modified, without a body, when the current ETag is one of these (weak comparison); on a write, 412 instead. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-None-Match. */
+                "If-None-Match"?: string;
+                /** @description Do it only if the current ETag is one of these (strong comparison): else 412 `precondition_failed` and nothing changes. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-Match. */
+                "If-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2335,6 +2374,7 @@ export interface operations {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2362,6 +2402,17 @@ export interface operations {
                      */
                     "application/json": components["schemas"]["Contact"];
                 };
+            };
+            /** @description Not modified: the contact is as the ETag you sent says. */
+            304: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
@@ -2402,6 +2453,18 @@ export interface operations {
             };
             /** @description Request timeout (`request_timeout`). */
             408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`). */
+            412: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
@@ -2463,7 +2526,12 @@ export interface operations {
     deleteContact: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Do it only if the current ETag is one of these (strong comparison): else 412 `precondition_failed` and nothing changes. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-Match. */
+                "If-Match"?: string;
+                /** @description Answer 304 Not Modified, without a body, when the current ETag is one of these (weak comparison); on a write, 412 instead. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-None-Match. */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2542,6 +2610,18 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
+            /** @description Precondition failed (`precondition_failed`). */
+            412: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description Rate limited (`rate_limited`). */
             429: {
                 headers: {
@@ -2593,7 +2673,12 @@ export interface operations {
     updateContact: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description Do it only if the current ETag is one of these (strong comparison): else 412 `precondition_failed` and nothing changes. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-Match. */
+                "If-Match"?: string;
+                /** @description Answer 304 Not Modified, without a body, when the current ETag is one of these (weak comparison); on a write, 412 instead. `*` or a comma-separated list of entity tags as the `ETag` header gives them (`"…"`, or `W/"…"`). A value that is neither is 400 `invalid_parameter` naming If-None-Match. */
+                "If-None-Match"?: string;
+            };
             path: {
                 id: string;
             };
@@ -2611,6 +2696,7 @@ export interface operations {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2702,6 +2788,18 @@ export interface operations {
             };
             /** @description Contact exists (`contact_exists`). */
             409: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Precondition failed (`precondition_failed`). */
+            412: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];

@@ -2,12 +2,22 @@
 // listening on a free port, and the SDK's requests going through the real fetch.
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
 import { listBounds } from '../../../src/contacts/contacts.list-query.js'
 import { testDialects } from '../../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../../test/harness.js'
+import { listVersionSettled } from '../../../test/helpers.js'
 import { staticResolver } from '../../../test/static-resolver.js'
-import { ApiError, type Contact, createClient, type Event, type FetchLike } from '../src/index.js'
+import {
+  ApiError,
+  type Conditional,
+  type Contact,
+  type ContactPage,
+  createClient,
+  type Event,
+  etagOf,
+  type FetchLike,
+} from '../src/index.js'
 
 async function listen(harness: TestHarness): Promise<string> {
   await harness.app.listen({ port: 0, host: '127.0.0.1' })
@@ -172,6 +182,63 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
     // GETs carry none.
     await sdk.contacts.get(created.id)
     expect(recorder.requests[2]?.headers.has('idempotency-key')).toBe(false)
+  })
+
+  it('conditional requests: etagOf, ifNoneMatch → notModified, ifMatch → precondition_failed', async () => {
+    const owner = await t.createAccount('Conditional')
+    const sdk = createClient({ baseUrl: base, apiKey: owner.key, retryBaseDelayMs: 10 })
+    const created = await sdk.contacts.create({ email: 'sync@example.com' })
+    const tag = etagOf(created)
+    expect(tag).toMatch(/^"[\w-]{22}"$/)
+    const read = await sdk.contacts.get(created.id)
+    expect(etagOf(read)).toBe(tag)
+    // The ETag lives beside the contact: the object is still exactly the API's JSON.
+    expect(Object.keys(read)).toEqual(Object.keys(created))
+
+    // Typed by the options: a plain read is the contact, a conditional one a Conditional.
+    expectTypeOf(sdk.contacts.get(created.id)).resolves.toEqualTypeOf<Contact>()
+    expectTypeOf(sdk.contacts.get(created.id, { ifNoneMatch: tag })).resolves.toEqualTypeOf<Conditional<Contact>>()
+    expectTypeOf(sdk.contacts.list({}, { ifNoneMatch: tag })).resolves.toEqualTypeOf<Conditional<ContactPage>>()
+    const unchanged = await sdk.contacts.get(created.id, { ifNoneMatch: tag })
+    expect(unchanged).toEqual({ notModified: true, etag: tag })
+    const updated = await sdk.contacts.update(created.id, { first_name: 'Sync' }, { ifMatch: etagOf(read) })
+    expect(etagOf(updated)).not.toBe(tag)
+    const changed = await sdk.contacts.get(created.id, { ifNoneMatch: tag })
+    if (changed.notModified) {
+      throw new Error('expected the changed contact')
+    }
+    expect(changed.data).toEqual(updated)
+    expect(changed.etag).toBe(etagOf(updated))
+    expect(etagOf(changed.data)).toBe(changed.etag)
+
+    // The first writer holding `read` won; a second one holding the same version is refused.
+    const stale = await sdk.contacts
+      .update(created.id, { first_name: 'Lost' }, { ifMatch: tag })
+      .catch((e: unknown) => e)
+    expect(stale).toBeInstanceOf(ApiError)
+    expect(stale).toMatchObject({ status: 412, code: 'precondition_failed' })
+    await expect(sdk.contacts.delete(created.id, { ifMatch: tag })).rejects.toMatchObject({
+      code: 'precondition_failed',
+    })
+    expect((await sdk.contacts.get(created.id)).first_name).toBe('Sync')
+
+    // Polling a page: nothing held yet (undefined) reads it with its tag; then 304s until a change.
+    await listVersionSettled(t, owner)
+    const first = await sdk.contacts.list({ limit: 10 }, { ifNoneMatch: undefined })
+    if (first.notModified) {
+      throw new Error('expected a page')
+    }
+    expect(first.data.contacts.map((c) => c.id)).toEqual([created.id])
+    expect(await sdk.contacts.list({ limit: 10 }, { ifNoneMatch: first.etag })).toEqual({
+      notModified: true,
+      etag: first.etag,
+    })
+    await sdk.contacts.delete(created.id, { ifMatch: etagOf(updated) })
+    await listVersionSettled(t, owner)
+    const after = await sdk.contacts.list({ limit: 10 }, { ifNoneMatch: first.etag })
+    expect(after).toMatchObject({ notModified: false, data: { contacts: [], next_cursor: null } })
+    // A plain list remembers its page's tag too.
+    expect(etagOf(await sdk.contacts.list({ limit: 10 }))).toBe(after.etag)
   })
 
   it('throws a typed ApiError on 400, 401, 404 and 409', async () => {
