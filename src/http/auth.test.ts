@@ -124,6 +124,40 @@ describe.each(testDialects())('API key authentication on %s', (dialect) => {
     expectProblem(await t.inject(caller, { method: 'GET', url: '/api/v1/me' }), 401, 'invalid_api_key')
   })
 
+  it('a key whose verification is cached is refused from the millisecond it expires', async () => {
+    const expiresAt = new Date(clock.now().getTime() + 500) // inside the 1 s verification cache
+    const caller = { ...acme, key: await t.createKey(acme, { expiresAt }) }
+    expect((await t.inject(caller, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200) // cached now
+    clock.advance(499)
+    expect((await t.inject(caller, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)
+    clock.advance(1)
+    expectProblem(await t.inject(caller, { method: 'GET', url: '/api/v1/me' }), 401, 'invalid_api_key')
+  })
+
+  it("counts a key's requests per UTC day, across midnight, through the cached verification", async () => {
+    const counted = await t.createAccount('Counted')
+    const midnight = Date.UTC(2031, 0, 2)
+    clock.set(new Date(midnight - 300))
+    for (let i = 0; i < 3; i++) {
+      await t.inject(counted, { method: 'GET', url: '/api/v1/me' })
+    }
+    clock.advance(300) // 00:00:00.000 on 2 January: the cached entry is still fresh
+    for (let i = 0; i < 2; i++) {
+      await t.inject(counted, { method: 'GET', url: '/api/v1/me' })
+    }
+    await t.deps.keyVerifier.flush()
+    const rows = await t.db
+      .selectFrom('api_key_usage')
+      .select(['day', 'requests'])
+      .where('key_id', '=', counted.keyId)
+      .orderBy('day')
+      .execute()
+    expect(rows.map((row) => [row.day, Number(row.requests)])).toEqual([
+      ['2031-01-01', 3],
+      ['2031-01-02', 2],
+    ])
+  })
+
   it('accepts the scheme in any case (RFC 9110) and extra spaces after it', async () => {
     for (const scheme of ['bearer', 'BEARER', 'Bearer  ']) {
       const res = await t.app.inject({

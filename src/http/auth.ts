@@ -1,8 +1,8 @@
 // Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method (or full access for a whole scope: requireFullAccess).
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { apiKeyPattern, parseAuthorization } from '../api-keys/api-key.js'
 import type { KeyWithAccount } from '../api-keys/api-keys.store.js'
-import type { KeyVerifier } from '../api-keys/key-verifier.js'
+import { type KeyVerifier, NOT_CACHED } from '../api-keys/key-verifier.js'
 import type { RateLimiter } from '../rate-limit/rate-limit.js'
 import { AppError } from './errors.js'
 
@@ -32,9 +32,8 @@ export function requireApiKey(
   deps: { keyVerifier: KeyVerifier; rateLimiter: RateLimiter; config: { keyPrefix: string } },
 ): void {
   const pattern = apiKeyPattern(deps.config.keyPrefix)
-  scope.addHook('onRequest', async (request, reply) => {
-    const parsed = parseAuthorization(request.headers.authorization, pattern)
-    const found = parsed.ok ? await deps.keyVerifier.verify(parsed.key) : undefined
+
+  async function admit(request: FastifyRequest, reply: FastifyReply, found: AuthContext | undefined): Promise<void> {
     if (!found) {
       // The IP's failed-auth budget goes in the RateLimit headers of the 401 (or 429) itself.
       const wait = await deps.rateLimiter.failedAuthLimited(request.ip, reply)
@@ -61,6 +60,18 @@ export function requireApiKey(
         `This API key is read-only; ${request.method} needs a key with write access.`,
       )
     }
+  }
+
+  // Not async, and the key's cached verification read without a promise (verifyCached): every
+  // request of a busy key takes this path (docs/performance.md, round 3).
+  scope.addHook('onRequest', (request, reply, done) => {
+    const parsed = parseAuthorization(request.headers.authorization, pattern)
+    const cached = parsed.ok ? deps.keyVerifier.verifyCached(parsed.key) : undefined
+    const admitted =
+      cached === NOT_CACHED && parsed.ok
+        ? deps.keyVerifier.verify(parsed.key).then((found) => admit(request, reply, found))
+        : admit(request, reply, cached === NOT_CACHED ? undefined : cached)
+    admitted.then(() => done(), done)
   })
 }
 
