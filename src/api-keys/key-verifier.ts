@@ -48,9 +48,10 @@ export interface KeyVerifier {
   verify(key: string): Promise<KeyWithAccount | undefined>
   /**
    * verify() without a promise when the key's verification is cached (every request of a busy
-   * key): the same answer, the same accounting; NOT_CACHED when it must be looked up.
+   * key): the same answer, the same accounting; NOT_CACHED when it must be looked up. Takes the
+   * key's digest (hashApiKey), which a caller may have kept from an earlier request.
    */
-  verifyCached(key: string): KeyWithAccount | undefined | typeof NOT_CACHED
+  verifyCached(keyHash: string): KeyWithAccount | undefined | typeof NOT_CACHED
   /** Forget a key at once (after a revocation through this process). */
   invalidate(keyHash: string): void
   /** Write pending last-use times and request counts now (tests, shutdown). */
@@ -179,9 +180,9 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
       noteUse(found, now.getTime())
       return found
     },
-    verifyCached(key) {
+    verifyCached(keyHash) {
       const now = clock.now().getTime()
-      const cached = fresh(hashApiKey(key), now)
+      const cached = fresh(keyHash, now)
       if (!cached) {
         return NOT_CACHED
       }
