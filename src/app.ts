@@ -20,7 +20,7 @@ import { installIdempotency } from './idempotency/idempotency.js'
 import { deriveKey } from './lib/crypto.js'
 import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
-import { loggerOptions, redactUrl } from './observability/logger.js'
+import { loggerOptions, redactUrl, requestLineLogger } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { webhookEndpointsRoutes } from './webhooks/webhook-endpoints.routes.js'
 
@@ -88,9 +88,11 @@ export async function buildApp(
   installErrorHandlers(app)
   installNotFoundHandler(app)
 
+  const requestLines = requestLineLogger(app.log)
   app.addHook('onResponse', (request, reply, done) => {
-    request.log.info(
+    requestLines.info(
       {
+        reqId: request.id,
         method: request.method,
         url: redactUrl(request.url),
         status: reply.statusCode,

@@ -18,10 +18,40 @@ const CACHE_MAX_ENTRIES = 10_000
 /** last_used_at is written at most once a minute per key (DESIGN §5). */
 const LAST_USED_RESOLUTION_MS = 60_000
 const FLUSH_MS = 5_000
+const DAY_MS = 86_400_000
+
+interface CacheEntry {
+  found: KeyWithAccount
+  loadedAt: number
+  /** Epoch ms from which the key is no longer active (revoked: -Infinity; no expiry: Infinity). */
+  activeUntil: number
+}
+
+/** When keyState(found.key, t) stops being 'active', as a number to compare on every request. */
+function activeUntil({ key }: KeyWithAccount): number {
+  if (key.revoked_at !== null) {
+    return Number.NEGATIVE_INFINITY
+  }
+  if (key.expires_at === null) {
+    return Number.POSITIVE_INFINITY
+  }
+  // An expiry that does not read as a time is not trusted: the key is refused, never let through.
+  const at = Date.parse(key.expires_at)
+  return Number.isNaN(at) ? Number.NEGATIVE_INFINITY : at
+}
+
+/** verifyCached's answer when the key's verification is not cached: call verify(). */
+export const NOT_CACHED = Symbol('not cached')
 
 export interface KeyVerifier {
   /** The key's account and key record when the key is active; undefined otherwise. */
   verify(key: string): Promise<KeyWithAccount | undefined>
+  /**
+   * verify() without a promise when the key's verification is cached (every request of a busy
+   * key): the same answer, the same accounting; NOT_CACHED when it must be looked up. Takes the
+   * key's digest (hashApiKey), which a caller may have kept from an earlier request.
+   */
+  verifyCached(keyHash: string): KeyWithAccount | undefined | typeof NOT_CACHED
   /** Forget a key at once (after a revocation through this process). */
   invalidate(keyHash: string): void
   /** Write pending last-use times and request counts now (tests, shutdown). */
@@ -30,7 +60,7 @@ export interface KeyVerifier {
 }
 
 export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: string, cacheTtlMs: number): KeyVerifier {
-  const cache = new Map<string, { found: KeyWithAccount; loadedAt: number }>()
+  const cache = new Map<string, CacheEntry>()
   const lastUsedWritten = new Map<string, number>()
   let pendingUses = new Map<string, { accountId: string; keyId: string; at: string }>()
   let pendingCounts = new Map<string, { accountId: string; keyId: string; day: string; requests: number }>()
@@ -43,9 +73,15 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   /** Counts invalidate() calls: a lookup that began before one must not fill the cache. */
   let invalidations = 0
 
-  function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
+  /** The fresh cache entry of a digest, if any. */
+  function fresh(keyHash: string, now: number): CacheEntry | undefined {
     const cached = cache.get(keyHash)
-    if (cached && now - cached.loadedAt < cacheTtlMs) {
+    return cached && now - cached.loadedAt < cacheTtlMs ? cached : undefined
+  }
+
+  function lookup(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
+    const cached = fresh(keyHash, now)
+    if (cached) {
       return Promise.resolve(cached.found)
     }
     let pending = loading.get(keyHash)
@@ -74,13 +110,22 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
           cache.delete(oldest)
         }
       }
-      cache.set(keyHash, { found, loadedAt: now })
+      cache.set(keyHash, { found, loadedAt: now, activeUntil: activeUntil(found) })
     }
     return found
   }
 
-  function noteUse(found: KeyWithAccount, now: Date): void {
-    const day = now.toISOString().slice(0, 10)
+  // The UTC day of the request counts, formatted only when the clock enters another day, not per request.
+  let day = ''
+  let dayStart = 0
+  let dayEnd = 0
+
+  function noteUse(found: KeyWithAccount, now: number): void {
+    if (now < dayStart || now >= dayEnd) {
+      dayStart = now - (now % DAY_MS)
+      dayEnd = dayStart + DAY_MS
+      day = new Date(dayStart).toISOString().slice(0, 10)
+    }
     const countKey = `${found.key.id}|${day}`
     const count = pendingCounts.get(countKey)
     if (count) {
@@ -89,9 +134,13 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
       pendingCounts.set(countKey, { accountId: found.account.id, keyId: found.key.id, day, requests: 1 })
     }
     const last = lastUsedWritten.get(found.key.id) ?? 0
-    if (now.getTime() - last >= LAST_USED_RESOLUTION_MS) {
-      lastUsedWritten.set(found.key.id, now.getTime())
-      pendingUses.set(found.key.id, { accountId: found.account.id, keyId: found.key.id, at: now.toISOString() })
+    if (now - last >= LAST_USED_RESOLUTION_MS) {
+      lastUsedWritten.set(found.key.id, now)
+      pendingUses.set(found.key.id, {
+        accountId: found.account.id,
+        keyId: found.key.id,
+        at: new Date(now).toISOString(),
+      })
     }
   }
 
@@ -128,8 +177,21 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
       if (!found || keyState(found.key, now) !== 'active') {
         return undefined
       }
-      noteUse(found, now)
+      noteUse(found, now.getTime())
       return found
+    },
+    verifyCached(keyHash) {
+      const now = clock.now().getTime()
+      const cached = fresh(keyHash, now)
+      if (!cached) {
+        return NOT_CACHED
+      }
+      // keyState's answer, computed when the entry was loaded: active until expires_at (exclusive).
+      if (now >= cached.activeUntil) {
+        return undefined
+      }
+      noteUse(cached.found, now)
+      return cached.found
     },
     invalidate(keyHash) {
       invalidations++

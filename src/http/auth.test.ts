@@ -1,3 +1,4 @@
+import http from 'node:http'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
@@ -127,6 +128,74 @@ describe.each(testDialects())('API key authentication on %s', (dialect) => {
       .execute()
     clock.advance(1000)
     expectProblem(await t.inject(caller, { method: 'GET', url: '/api/v1/me' }), 401, 'invalid_api_key')
+  })
+
+  it('a key whose verification is cached is refused from the millisecond it expires', async () => {
+    const expiresAt = new Date(clock.now().getTime() + 500) // inside the 1 s verification cache
+    const caller = { ...acme, key: await t.createKey(acme, { expiresAt }) }
+    expect((await t.inject(caller, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200) // cached now
+    clock.advance(499)
+    expect((await t.inject(caller, { method: 'GET', url: '/api/v1/me' })).statusCode).toBe(200)
+    clock.advance(1)
+    expectProblem(await t.inject(caller, { method: 'GET', url: '/api/v1/me' }), 401, 'invalid_api_key')
+  })
+
+  it("counts a key's requests per UTC day, across midnight, through the cached verification", async () => {
+    const counted = await t.createAccount('Counted')
+    const midnight = Date.UTC(2031, 0, 2)
+    clock.set(new Date(midnight - 300))
+    for (let i = 0; i < 3; i++) {
+      await t.inject(counted, { method: 'GET', url: '/api/v1/me' })
+    }
+    clock.advance(300) // 00:00:00.000 on 2 January: the cached entry is still fresh
+    for (let i = 0; i < 2; i++) {
+      await t.inject(counted, { method: 'GET', url: '/api/v1/me' })
+    }
+    await t.deps.keyVerifier.flush()
+    const rows = await t.db
+      .selectFrom('api_key_usage')
+      .select(['day', 'requests'])
+      .where('key_id', '=', counted.keyId)
+      .orderBy('day')
+      .execute()
+    expect(rows.map((row) => [row.day, Number(row.requests)])).toEqual([
+      ['2031-01-01', 3],
+      ['2031-01-02', 2],
+    ])
+  })
+
+  it('on one keep-alive connection, each request is verified with the header it carries', async () => {
+    const origin = await t.app.listen({ host: '127.0.0.1', port: 0 })
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 })
+    const sockets = new Set<unknown>()
+    const get = (key: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.get(`${origin}/api/v1/me`, { agent, headers: { authorization: `Bearer ${key}` } }, (res) => {
+          sockets.add(res.socket)
+          res.resume()
+          res.on('end', () => resolve(res.statusCode ?? 0))
+        })
+        req.on('error', reject)
+      })
+    try {
+      const other = await t.createKey(acme)
+      expect(await get(valid())).toBe(200)
+      expect(await get(`service_live_${'C'.repeat(32)}`)).toBe(401)
+      expect(await get(valid())).toBe(200)
+      expect(await get(other)).toBe(200)
+      await t.db
+        .updateTable('api_keys')
+        .set({ revoked_at: clock.now().toISOString() })
+        .where('revoked_at', 'is', null)
+        .where('name', '=', 'Extra')
+        .execute()
+      clock.advance(1000) // past the verification cache: the revocation is read, connection or not
+      expect(await get(other)).toBe(401)
+      expect(await get(valid())).toBe(200)
+      expect(sockets.size).toBe(1)
+    } finally {
+      agent.destroy()
+    }
   })
 
   it('accepts the scheme in any case (RFC 9110) and extra spaces after it', async () => {

@@ -107,6 +107,19 @@ describe.each(testDialects())('cursor pagination on %s', (dialect) => {
     ])
   })
 
+  it('a page is byte for byte the JSON serialization of its contacts and cursor', async () => {
+    const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?limit=5' })
+    const parsed = res.json() as Page
+    const contacts = []
+    for (const { id } of parsed.contacts) {
+      contacts.push((await t.inject(acme, { method: 'GET', url: `/api/v1/contacts/${id}` })).json())
+    }
+    expect(contacts).toHaveLength(5)
+    const expected = Buffer.from(JSON.stringify({ contacts, next_cursor: parsed.next_cursor }))
+    expect(res.rawPayload.equals(expected), res.body).toBe(true)
+    expect(res.headers['content-length']).toBe(String(expected.length))
+  })
+
   it('limit may change between pages', async () => {
     const first = await page('limit=3')
     const second = await page(`limit=10&after=${encodeURIComponent(first.next_cursor ?? '')}`)

@@ -93,4 +93,57 @@ describe('logs', () => {
       await t.close()
     }
   })
+
+  it('have one line per request with exactly its fields, the Request-Id as reqId and the URL redacted', async () => {
+    const t = await createTestHarness({ dialect: 'sqlite' })
+    let captured = ''
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        captured += chunk
+        done()
+      },
+    })
+    const app = await buildApp({ ...t.deps, config: { ...t.deps.config, logLevel: 'info' } }, { logStream: stream })
+    try {
+      const acme = await t.createAccount()
+      const res = await app.inject({
+        method: 'GET',
+        url: `/api/v1/me?api_key=${acme.key}`,
+        headers: { authorization: `Bearer ${acme.key}` },
+      })
+      await new Promise((resolve) => setImmediate(resolve))
+      const lines = captured
+        .trim()
+        .split('\n')
+        .map((line) => JSON.parse(line))
+        .filter((line) => line.msg === 'request')
+      expect(lines).toHaveLength(1)
+      const [line] = lines
+      expect(Object.keys(line)).toEqual([
+        'level',
+        'time',
+        'pid',
+        'hostname',
+        'reqId',
+        'method',
+        'url',
+        'status',
+        'ms',
+        'account_id',
+        'msg',
+      ])
+      expect(line).toMatchObject({
+        level: 30,
+        reqId: res.headers['request-id'],
+        method: 'GET',
+        url: '/api/v1/me?api_key=[REDACTED]',
+        status: res.statusCode,
+        account_id: acme.id,
+      })
+      expect(typeof line.ms).toBe('number')
+    } finally {
+      await app.close()
+      await t.close()
+    }
+  })
 })

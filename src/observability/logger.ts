@@ -1,5 +1,5 @@
 // pino options for Fastify's logger: one line per request, secrets never written.
-import type { FastifyServerOptions } from 'fastify'
+import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config.js'
 
 const API_KEY = /[a-z0-9]+_live_[A-Za-z0-9]+/g
@@ -30,6 +30,15 @@ export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): F
     },
   }
 }
+
+/**
+ * The logger of the one line per request: the app's logger (same stream, level, fields) without
+ * its redaction pass, which pino runs over every line and which cost 0.7 of the line's 1.6 µs
+ * (docs/performance.md, round 3). Safe because the line's fields are fixed and carry no secret:
+ * reqId, method, a URL through redactUrl, status, ms, account_id. Anything else goes through the
+ * app's logger, redacted.
+ */
+export const requestLineLogger = (log: FastifyBaseLogger): FastifyBaseLogger => log.child({}, { redact: { paths: [] } })
 
 interface LineSink {
   write(line: string): boolean

@@ -5,11 +5,13 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { DatabaseHandle } from '../db/database.js'
 import { AppError } from '../http/errors.js'
 import { safeEqual } from '../lib/crypto.js'
+import { createRequestMetrics, type RequestMetrics } from './request-metrics.js'
 
 export interface Metrics {
   readonly registry: Registry
-  readonly httpRequests: Counter<'method' | 'route' | 'status'>
-  readonly httpDuration: Histogram<'method' | 'route'>
+  /** Requests by route and status, and their latency: recorded on every response (request-metrics.ts). */
+  readonly http: RequestMetrics
+  readonly httpRequests: RequestMetrics['requests']
   readonly rateLimitRejections: Counter<'kind'>
   readonly rateLimitStoreErrors: Counter
   /** Webhook delivery attempts by what the delivery became: succeeded, retrying, failed. */
@@ -53,21 +55,11 @@ export function createMetrics(database: DatabaseHandle): Metrics {
       }
     },
   })
+  const http = createRequestMetrics(registry)
   return {
     registry,
-    httpRequests: new Counter({
-      name: 'http_requests_total',
-      help: 'HTTP requests by method, route pattern and status',
-      labelNames: ['method', 'route', 'status'],
-      registers: [registry],
-    }),
-    httpDuration: new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP request latency by method and route pattern',
-      labelNames: ['method', 'route'],
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
-      registers: [registry],
-    }),
+    http,
+    httpRequests: http.requests,
     rateLimitRejections: new Counter({
       name: 'rate_limit_rejections_total',
       help: 'Requests refused with 429, by limit (account, failed_auth)',
@@ -104,9 +96,12 @@ export function createMetrics(database: DatabaseHandle): Metrics {
 export function installMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
   // Not async: this runs on every response, and a promise per call costs more than the counting.
   app.addHook('onResponse', (request, reply, done) => {
-    const route = request.routeOptions.url ?? 'unmatched'
-    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) })
-    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000)
+    metrics.http.record(
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    )
     done()
   })
   app.get('/metrics', { schema: { hide: true } }, async (request, reply) => {
