@@ -738,6 +738,8 @@ function evaluate(results: ScenarioResult[]): Target[] {
     })
   }
   ratio('POST /contacts', 'sqlite', 'create', 0.2)
+  ratio('polling client, list page 304', 'sqlite', 'list-304', 0.5)
+  ratio('polling client, list page 304', 'postgres', 'list-304', 0.5)
   for (const [mode, limit] of [
     ['serve', 150],
     ['api-only', 100],

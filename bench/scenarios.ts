@@ -4,6 +4,7 @@
 // the very response it captured (status, headers, body), and prints the ratios.
 import { encodeCursor } from '../src/http/pagination.js'
 import type { LoadSpec } from './load.js'
+import { POLLED_PATH, pollingHeaders } from './scenarios/conditional.js'
 import type { SeedResult } from './seed.js'
 import { CREATE_BODY, PATCH_BODY } from './template.js'
 
@@ -87,6 +88,14 @@ export const SCENARIOS: Scenario[] = [
     path: '/api/v1/contacts?limit=50&q=mar',
     status: 200,
     check: fullPage(),
+  },
+  {
+    name: 'list-304',
+    title: 'list page 1, If-None-Match → 304',
+    method: 'GET',
+    path: POLLED_PATH,
+    status: 304,
+    headers: pollingHeaders,
   },
   { name: 'create', title: 'POST /contacts', method: 'POST', path: '/api/v1/contacts', body: CREATE_BODY, status: 201 },
   {
