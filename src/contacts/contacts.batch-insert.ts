@@ -86,6 +86,12 @@ async function insertRows(
 
 const isRaw = (value: Value | Raw): value is Raw => value !== null && typeof value === 'object'
 
+/** (account, value, contact id) rows in their primary key's order (code point order, as SQLite's BINARY collation). */
+const byIndexKey = (a: string[], b: string[]) => {
+  const [x, y] = [a[1] as string, b[1] as string]
+  return x < y ? -1 : x > y ? 1 : (a[2] as string) < (b[2] as string) ? -1 : 1
+}
+
 const CONTACT_COLUMNS = ['account_id', 'id', 'email_lower', 'search', 'created_at', 'updated_at', 'body'] as const
 const INDEX_COLUMNS = ['account_id', 'tag', 'contact_id'] as const
 const TERM_COLUMNS = ['account_id', 'term', 'contact_id'] as const
@@ -115,9 +121,9 @@ export async function insertContactRun(
     rows.map(({ contact: c }) => [c.account_id, c.id, c.email_lower, c.search, c.created_at, c.updated_at, c.body]),
   )
   await addToContactCount(trx, accountId, contacts.length)
-  const tags = rows.flatMap((row) => row.tags.map((t) => [t.account_id, t.tag, t.contact_id]))
+  const tags = rows.flatMap((row) => row.tags.map((t) => [t.account_id, t.tag, t.contact_id])).sort(byIndexKey)
   await insertRows(trx, postgres, 'contact_tags', INDEX_COLUMNS, tags)
-  const terms = rows.flatMap((row) => row.terms.map((t) => [t.account_id, t.term, t.contact_id]))
+  const terms = rows.flatMap((row) => row.terms.map((t) => [t.account_id, t.term, t.contact_id])).sort(byIndexKey)
   await insertRows(trx, postgres, 'contact_terms', TERM_COLUMNS, terms)
   const txId = await newEventPosition(trx)
   // PostgreSQL's position is the transaction's id, an expression (feed-position.ts).
