@@ -1,7 +1,7 @@
 // A batch of contact writes (POST /contacts/batch): each operation checked as its single endpoint
 // checks it, then all of them run in order in one transaction, and each gets the answer its single
 // endpoint would have given. Runs of creates are written together, one INSERT per table
-// (insertContacts), which is what makes a bulk load fast (docs/batch.md has the figures).
+// (insertContactRun, contacts.batch-insert.ts), which is what makes a bulk load fast (docs/batch.md).
 //
 // Atomicity is per operation, without savepoints: every refusal (a bad contact, a taken email, the
 // quota, an unknown id) is decided before its operation writes anything, so a refused operation
