@@ -1,7 +1,7 @@
 // A batch of contact writes (POST /contacts/batch): each operation checked as its single endpoint
 // checks it, then all of them run in order in one transaction, and each gets the answer its single
 // endpoint would have given. Runs of creates are written together, one INSERT per table
-// (insertContacts), which is what makes a bulk load fast (docs/batch.md has the figures).
+// (insertContactRun, contacts.batch-insert.ts), which is what makes a bulk load fast (docs/batch.md).
 //
 // Atomicity is per operation, without savepoints: every refusal (a bad contact, a taken email, the
 // quota, an unknown id) is decided before its operation writes anything, so a refused operation
@@ -16,13 +16,13 @@ import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import { contactCount, quotaExceeded } from './contact-count.js'
 import { BATCH_OPERATIONS, type BatchEnvelopeSchema, type BatchOperation } from './contacts.batch.schemas.js'
+import { findIdsByEmail, insertContactRun } from './contacts.batch-insert.js'
 import { applyContactInput, emptyContact } from './contacts.js'
 import { type Contact, type ContactInput, ContactInputSchema, UpsertContactSchema } from './contacts.schemas.js'
 import {
   contactExists,
   deleteContact,
   findContactIdsByEmail,
-  insertContacts,
   lockContact,
   updateLockedContact,
 } from './contacts.store.js'
@@ -141,7 +141,7 @@ export async function runBatch(trx: Trx, options: BatchOptions, operations: Chec
     const pending = run
     run = []
     // An upsert's email was looked up (and found free) just before it joined the run.
-    const taken = await findContactIdsByEmail(
+    const taken = await findIdsByEmail(
       trx,
       accountId,
       pending.flatMap(({ contact, upsert }) => (contact.email === null || upsert ? [] : [contact.email])),
@@ -162,7 +162,7 @@ export async function runBatch(trx: Trx, options: BatchOptions, operations: Chec
         accepted.push(item)
       }
     }
-    const stored = await insertContacts(
+    const stored = await insertContactRun(
       trx,
       accountId,
       accepted.map((item) => item.contact),
