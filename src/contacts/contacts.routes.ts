@@ -12,7 +12,7 @@ import { sendPage } from '../http/pagination.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { enforceContactQuota } from './contact-count.js'
-import { listContactRows } from './contacts.list-query.js'
+import { listContactRows, scanCost } from './contacts.list-query.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
   createContact,
@@ -61,7 +61,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         operationId: 'listContacts',
         summary: 'List contacts',
         description:
-          'One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end.',
+          'One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end. A page that examines many rows costs more than one request of the rate limit: one per 100 contacts examined (a page of a rare `q` late in a large account costs up to 10), reported in the `RateLimit` header.',
         querystring: ListContactsQuery,
         response: {
           200: jsonResponse(ListEnvelope('ContactList', 'contacts', ContactSchema), 'A page of contacts.'),
@@ -72,8 +72,17 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
-      return sendPage(reply, deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, (position) =>
-        listContactRows(db, accountId, { ...filters, ...position }),
+      return sendPage(
+        reply,
+        deps.secret,
+        { list: 'contacts', accountId, filters },
+        { limit, after },
+        async (position) => {
+          const listed = await listContactRows(db, accountId, { ...filters, ...position })
+          // The request's one token was taken before; a page that examined many rows pays the rest.
+          await deps.rateLimiter.chargeAccount(accountId, reply, scanCost(listed.examined) - 1)
+          return listed
+        },
       )
     },
   )
