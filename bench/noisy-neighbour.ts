@@ -84,7 +84,7 @@ function startServer(databaseUrl: string, port: number): ChildProcess {
 }
 
 async function waitForHttp(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     try {
       await (await fetch(url)).arrayBuffer()
       return
