@@ -84,7 +84,7 @@ function startServer(databaseUrl: string, port: number): ChildProcess {
 }
 
 async function waitForHttp(url: string): Promise<void> {
-  for (let i = 0; i < 300; i++) {
+  for (let i = 0; i < 1200; i++) {
     try {
       await (await fetch(url)).arrayBuffer()
       return
@@ -153,10 +153,8 @@ function abuse(name: string, base: string, key: string): ChildProcess | undefine
     case 'q':
       return spawn(
         process.execPath,
-        [autocannon, '-c', '8', ...time, ...auth, `${base}/api/v1/contacts?limit=100&q=${ATTACK_PREFIX}`],
-        {
-          stdio: 'ignore',
-        },
+        [autocannon, '-j', '-c', '8', ...time, ...auth, `${base}/api/v1/contacts?limit=100&q=${ATTACK_PREFIX}`],
+        { stdio: ['ignore', 'pipe', 'ignore'] },
       )
     case 'idem': {
       const custom = Object.fromEntries(Array.from({ length: 40 }, (_, i) => [`f${i}`, 'x'.repeat(90)]))
@@ -178,9 +176,10 @@ function abuse(name: string, base: string, key: string): ChildProcess | undefine
           '-b',
           body,
           '-I',
+          '-j',
           `${base}/api/v1/contacts/upsert`,
         ],
-        { stdio: 'ignore' },
+        { stdio: ['ignore', 'pipe', 'ignore'] },
       )
     }
     case 'trickle':
@@ -216,6 +215,7 @@ async function main(): Promise<void> {
     await addAttackContacts(base, seeded.a.key)
     await sleep(2000)
     const rows: Array<[string, { me: Percentiles; list: Percentiles }]> = []
+    const aServed: string[] = []
     await probe(base, seeded.bKey, 2) // warm-up
     rows.push(['idle', await probe(base, seeded.bKey, seconds)])
     for (const name of abuses) {
@@ -224,9 +224,23 @@ async function main(): Promise<void> {
         console.log(`(${name}: not run by this bench)`)
         continue
       }
+      let out = ''
+      child.stdout?.on('data', (chunk) => {
+        out += chunk
+      })
+      const exited = new Promise((resolve) => child.once('exit', resolve))
       await sleep(1000)
       rows.push([name, await probe(base, seeded.bKey, seconds)])
+      // autocannon stops by itself a second later and prints its totals: what A got served.
+      await Promise.race([exited, sleep(5000)])
       child.kill('SIGKILL')
+      const served = /^\{.*\}$/m.exec(out)?.[0]
+      if (served) {
+        const totals = JSON.parse(served) as { '2xx': number; non2xx: number; duration: number }
+        aServed.push(
+          `${name}: A got ${totals['2xx']} answered (${(totals['2xx'] / totals.duration).toFixed(1)}/s), ${totals.non2xx} refused, in ${totals.duration.toFixed(0)} s`,
+        )
+      }
       await sleep(2500) // A's rate-limit window and the server's sockets settle
     }
     const idle = rows[0]?.[1]
@@ -245,6 +259,9 @@ async function main(): Promise<void> {
       console.log(
         `${name.padEnd(9)} | ${fmt(result.me.p50)}   | ${fmt(result.me.p99)} | ${fmt(result.list.p50)}    | ${fmt(result.list.p99)} | ${ok ? 'pass' : 'FAIL'} (n=${result.me.n + result.list.n})`,
       )
+    }
+    for (const line of aServed) {
+      console.log(line)
     }
   } finally {
     server.kill('SIGTERM')

@@ -9,6 +9,7 @@ import { migrateToLatest } from './db/migrate.js'
 import { closeDeps, createDeps, type Deps, revocationPushWarning } from './deps.js'
 import { purgeExpiredEvents } from './events/events.store.js'
 import { purgeExpiredIdempotencyKeys } from './idempotency/idempotency.js'
+import { purgeFinishedImports } from './imports/imports.store.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
@@ -64,7 +65,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     // uploaded through the web app, so an API-only process leaves them to a full `serve`.
     deps.imports.start((error, job) => app.log.error({ err: error, import: job }, 'CSV import failed'))
   }
-  // Expired idempotency keys, sign-in failures, web sessions, and events and deliveries past EVENT_RETENTION_DAYS
+  // Expired idempotency keys, sign-in failures, web sessions, and events, deliveries and finished imports past EVENT_RETENTION_DAYS
   // are purged at start and then hourly (events and deliveries in batches: see purgeExpiredEvents).
   const purge = () =>
     Promise.all([
@@ -73,6 +74,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
       purgeExpiredSessions(deps.database.db, deps.clock.now()),
       purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
       purgeExpiredDeliveries(deps.database.db, deps.clock.now(), config.eventRetentionDays),
+      purgeFinishedImports(deps.database.db, deps.clock.now(), config.eventRetentionDays),
     ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)

@@ -11,6 +11,7 @@ import { hasAnyAccount } from '../src/accounts/accounts.store.js'
 import { findApiKeyById } from '../src/api-keys/api-keys.store.js'
 import { purgeExpiredEvents } from '../src/events/events.store.js'
 import { purgeExpiredIdempotencyKeys } from '../src/idempotency/idempotency.js'
+import { purgeFinishedImports } from '../src/imports/imports.store.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from '../src/rate-limit/sign-in-throttle.js'
 import { purgeExpiredDeliveries } from '../src/webhooks/deliveries.store.js'
 import { startDeliveryWorker } from '../src/webhooks/delivery-worker.js'
@@ -179,6 +180,7 @@ async function runSession(t: TestHarness, sent: Set<string>): Promise<void> {
     await purgeSignInFailures(t.db, now, SIGN_IN_WINDOW_MS)
     await purgeExpiredEvents(t.db, now, t.deps.config.eventRetentionDays)
     await purgeExpiredDeliveries(t.db, now, t.deps.config.eventRetentionDays)
+    await purgeFinishedImports(t.db, now, t.deps.config.eventRetentionDays)
     await findApiKeyById(t.db, acme.keyId, t.deps.config.keyPrefix)
     await hasAnyAccount(t.db)
     await t.app.inject({ method: 'GET', url: '/metrics' })

@@ -192,14 +192,14 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
     ),
   },
   {
-    name: 'retention purge of events and deliveries',
+    name: 'retention purge of events, deliveries and finished imports',
     source: 'purgeOlderThan (src/db/retention.ts): `serve` at start and hourly',
     reason: 'retention is by age across all accounts',
     onCitus:
       'run per shard (run_command_on_shards or per-account batches); a multi-shard delete with a limited subquery is planned recursively',
     dialects: both,
     matches: text(
-      /^delete from (events|webhook_deliveries) where \(account_id, id\) in \( select account_id, id from \1 where created_at < \$1 limit \$2\)$/,
+      /^delete from (events|webhook_deliveries|contact_imports) where \(account_id, id\) in \( select account_id, id from \1 where (created_at|finished_at) < \$1 limit \$2\)$/,
     ),
   },
   {

@@ -17,6 +17,10 @@
 // positions after the cursor ends, the page is looked for inside it, and when it holds fewer than
 // `fetch` matches the page ends there, short or even empty, with `scannedTo` (the window's end) for
 // the next cursor. Only a walk that reached the end of the account gives no cursor.
+//
+// Rows examined: every page reports how many contacts it read (`examined`), so the route can charge
+// the account for an expensive page (scanCost): a bounded page is cheap but not free, and a client
+// asking for the worst case at the full request rate would still take a database's core.
 import { CompiledQuery, sql } from 'kysely'
 import { PLAN_PER_CALL } from '../db/database.js'
 import type { Db } from '../db/transaction.js'
@@ -60,6 +64,26 @@ const TAG_SCAN_DIVISOR = 4
 export const listBounds = { indexedMax: INDEXED_MAX, scanMax: SCAN_MAX }
 
 /**
+ * Rows a page may examine for each request it spends from the account's budget. Measured at 100k
+ * contacts (docs/rate-limits.md): a page of the worst-case `q` walk (1,000 rows) took 1.7 ms of
+ * PostgreSQL time and 0.27 ms of SQLite's, against 0.24 ms and 0.13 ms of CPU for a whole plain
+ * page of 100; so about 100 examined rows cost what one ordinary request does on PostgreSQL.
+ */
+export const ROWS_PER_REQUEST = 100
+
+/**
+ * What a page costs in requests: one per ROWS_PER_REQUEST rows examined, at least one. An ordinary
+ * page (up to limit + 1 = 101 rows read) costs one; the worst-case walk of 1,000 rows costs ten.
+ */
+export const scanCost = (examined: number): number => Math.max(1, Math.floor(examined / ROWS_PER_REQUEST))
+
+/** A page's rows, where a cut-short scan stopped, and how many contacts it read to find them. */
+export interface ListedRows extends ScannedRows {
+  /** Contacts read: the page's own rows, or every position a walk passed, or every match a probe chose to sort. */
+  examined: number
+}
+
+/**
  * Keyset page by id (creation order): the cost does not grow with depth. The query of each filter
  * combination is compiled once per database handle (see the header) and run with the request's
  * values; SQLite reuses the prepared statement too (db/database.ts).
@@ -71,7 +95,7 @@ export async function listContactRows(
   /** Not an option of the API: tests lower it to reach both plans with a few contacts. */
   indexedMax = listBounds.indexedMax,
   scanMax = listBounds.scanMax,
-): Promise<ScannedRows> {
+): Promise<ListedRows> {
   const q = options.q === undefined ? undefined : searchForm(options.q)
   const qHigh = q === undefined ? undefined : prefixUpperBound(q)
   const values: Record<ListSlot, unknown> = {
@@ -99,12 +123,15 @@ export async function listContactRows(
     updatedAfterIndexed: false,
     bounded: false,
   }
+  // The matches a probe counted: what the sorted plan it picks reads, at most indexedMax.
+  let matches = 0
   const fewMatch = async (probeName: 'probeQ' | 'probeUpdated') => {
     const probe = templateFor(db, probeName, () => compileProbe(db, probeName))
     const { rows } = await db.executeQuery<{ n: number | string }>(
       CompiledQuery.raw(probe.sql, parameters(probe, values)),
     )
-    return Number(rows[0]?.n ?? 0) <= indexedMax
+    matches = Number(rows[0]?.n ?? 0)
+    return matches <= indexedMax
   }
   // An email matches one contact at most: its own index serves the page whatever else is asked.
   if (shape.q && !shape.email && qHigh !== undefined) {
@@ -130,7 +157,36 @@ export async function listContactRows(
   const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters(template, values)))
   // A full page ends at its last row; a short one within the window ends where the window does.
   const scannedTo = rows.length < options.fetch ? (values.scannedTo as string | undefined) : undefined
-  return { rows, scannedTo }
+  let examined = rows.length
+  if (shape.qIndexed || shape.updatedAfterIndexed) {
+    examined = Math.max(matches, rows.length)
+  } else if (walks) {
+    examined =
+      scannedTo !== undefined
+        ? Number(values.scanSkip) + 1
+        : await walkedPositions(db, shape, values, rows.length >= options.fetch ? rows.at(-1) : undefined)
+  }
+  return { rows, scannedTo, examined }
+}
+
+/**
+ * The positions a walk passed when it did not run to its window's end: up to the page's last row
+ * when the page filled (its matches may sit anywhere in the window), else to the account's end
+ * (fewer than the window were left). Read from the index alone and bounded by the window, like
+ * compileScanEnd.
+ */
+async function walkedPositions(
+  db: Db,
+  shape: ListShape,
+  values: Record<ListSlot, unknown>,
+  last: PageRow | undefined,
+): Promise<number> {
+  const key = `walked${shape.tag ? 't' : ''}${shape.desc ? 'd' : ''}${shape.after ? 'a' : ''}${last ? 'l' : ''}`
+  const counted = templateFor(db, key, () => compileWalked(db, shape, last !== undefined))
+  const { rows } = await db.executeQuery<{ n: number | string }>(
+    CompiledQuery.raw(counted.sql, parameters(counted, { ...values, scannedTo: last?.id })),
+  )
+  return Number(rows[0]?.n ?? 0)
 }
 
 type ListSlot =
@@ -244,6 +300,33 @@ function compileScanEnd(db: Db, shape: ListShape): ListTemplate {
         .offset(SCAN_SKIP_MARKER)
         .compile()
   return toTemplate(compiled, false)
+}
+
+/** How many positions of the walk's order lie after the cursor, up to `scannedTo` when `toLast`; at most the window. */
+function compileWalked(db: Db, shape: ListShape, toLast: boolean): ListTemplate {
+  const direction = shape.desc ? 'desc' : 'asc'
+  const before = shape.desc ? '<' : '>'
+  const upTo = shape.desc ? '>=' : '<='
+  const positions = shape.tag
+    ? db
+        .selectFrom('contact_tags')
+        .select('contact_tags.contact_id as id')
+        .where('contact_tags.account_id', '=', marker('account'))
+        .where('contact_tags.tag', '=', marker('tag'))
+        .$if(shape.after, (query) => query.where('contact_tags.contact_id', before, marker('after')))
+        .$if(toLast, (query) => query.where('contact_tags.contact_id', upTo, marker('scannedTo')))
+        .orderBy('contact_tags.contact_id', direction)
+        .limit(SCAN_SKIP_MARKER)
+    : db
+        .selectFrom('contacts')
+        .select('contacts.id as id')
+        .where('contacts.account_id', '=', marker('account'))
+        .$if(shape.after, (query) => query.where('contacts.id', before, marker('after')))
+        .$if(toLast, (query) => query.where('contacts.id', upTo, marker('scannedTo')))
+        .orderBy('contacts.id', direction)
+        .limit(SCAN_SKIP_MARKER)
+  // Capped at scanSkip, one short of the window: a count that only sets a charge can be one low.
+  return toTemplate(sql<{ n: number }>`select count(*) as n from (${positions}) as walked`.compile(db), false)
 }
 
 /** The account's search terms that start with `q`: a range of the contact_terms index. */

@@ -31,7 +31,7 @@ import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { deriveKey } from '../lib/crypto.js'
 import { enforceContactQuota } from './contact-count.js'
-import { listContactRows } from './contacts.list-query.js'
+import { listContactRows, scanCost } from './contacts.list-query.js'
 import { contactsVersion } from './contacts.list-version.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
 import {
@@ -135,7 +135,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
         operationId: 'listContacts',
         summary: 'List contacts',
         description:
-          'One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end. A page has an `ETag`: poll with `If-None-Match` and get 304, without reading a contact, until a contact of the account changes.',
+          'One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end. A page that examines many rows costs more than one request of the rate limit: one per 100 contacts examined (a page of a rare `q` late in a large account costs up to 10), reported in the `RateLimit` header. A page has an `ETag`: poll with `If-None-Match` and get 304, without reading a contact, until a contact of the account changes.',
         querystring: ListContactsQuery,
         headers: ReadConditionHeaders,
         response: {
@@ -151,9 +151,12 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
       const page = () =>
-        buildPage(deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, (position) =>
-          listContactRows(db, accountId, { ...filters, ...position }),
-        )
+        buildPage(deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, async (position) => {
+          const listed = await listContactRows(db, accountId, { ...filters, ...position })
+          // The request's one token was taken before; a page that examined many rows pays the rest.
+          await deps.rateLimiter.chargeAccount(accountId, reply, scanCost(listed.examined) - 1)
+          return listed
+        })
       // The version is read before the rows: a change committed in between is in the page and
       // makes the version newer, so the tag sent can only be too old (a 200 later), never too new.
       const version = await contactsVersion(db, accountId)

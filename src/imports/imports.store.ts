@@ -2,6 +2,7 @@
 // looks across accounts for the next unfinished job.
 import { type Kysely, sql } from 'kysely'
 import type { ImportError } from '../contacts/contacts.csv-import.js'
+import { purgeOlderThan } from '../db/retention.js'
 import type { Database } from '../db/schema.js'
 import type { Db } from '../db/transaction.js'
 import type { ContactImportsTable, ImportState } from './imports.table.js'
@@ -196,3 +197,10 @@ export async function updateImport(
   const result = await query.executeTakeFirst()
   return Number(result.numUpdatedRows) === 1
 }
+
+/**
+ * Deletes the jobs that finished (done or failed) before `now` minus the retention, in batches
+ * (db/retention.ts): their page and problems go with them; unfinished jobs are kept.
+ */
+export const purgeFinishedImports = (db: Db, now: Date, retentionDays: number, batch?: number): Promise<number> =>
+  purgeOlderThan(db, 'contact_imports', now, retentionDays, batch)

@@ -113,7 +113,7 @@ export interface paths {
         };
         /**
          * List contacts
-         * @description One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end. A page has an `ETag`: poll with `If-None-Match` and get 304, without reading a contact, until a contact of the account changes.
+         * @description One page at a time, in creation order; pass next_cursor back as `after`. A page has at most `limit` contacts and may have fewer, even none, with a non-null next_cursor: with `q` or `updated_after`, a page examines at most 1,000 contacts (250 with `tag`) and ends where that scan stopped. Keep going until next_cursor is null: only that means the end. A page that examines many rows costs more than one request of the rate limit: one per 100 contacts examined (a page of a rare `q` late in a large account costs up to 10), reported in the `RateLimit` header. A page has an `ETag`: poll with `If-None-Match` and get 304, without reading a contact, until a contact of the account changes.
          *
          *     **curl**
          *
