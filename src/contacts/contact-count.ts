@@ -12,6 +12,30 @@ import { AppError } from '../http/errors.js'
 
 export const COUNT_SHARDS = 8
 
+/** The shard a write adds to: a random one, so concurrent writers rarely lock the same row. */
+export const countShard = (): number => randomInt(COUNT_SHARDS)
+
+/**
+ * The count as a transaction's last create learned it in its own statement (PostgreSQL,
+ * contact-writes.ts), for the quota check that follows in the same transaction: a round trip fewer
+ * per create. Any other change of the count in the transaction forgets it (countChanged).
+ */
+const countsSeen = new WeakMap<Trx, Map<string, number>>()
+
+/** Records that `trx` changed the account's count: to `count` when the write learned it, else unknown. */
+export function countChanged(trx: Trx, accountId: string, count?: number): void {
+  let seen = countsSeen.get(trx)
+  if (count === undefined) {
+    seen?.delete(accountId)
+    return
+  }
+  if (!seen) {
+    seen = new Map()
+    countsSeen.set(trx, seen)
+  }
+  seen.set(accountId, count)
+}
+
 export async function contactCount(db: Db, accountId: string): Promise<number> {
   const row = await db
     .selectFrom('contact_counts')
@@ -23,8 +47,9 @@ export async function contactCount(db: Db, accountId: string): Promise<number> {
 
 /** Adds `delta` (±) to the account's count, in the transaction that adds or removes the contacts. */
 export async function addToContactCount(trx: Trx, accountId: string, delta: number): Promise<void> {
+  countChanged(trx, accountId)
   await sql`
-    insert into contact_counts (account_id, shard, n) values (${accountId}, ${randomInt(COUNT_SHARDS)}, ${delta})
+    insert into contact_counts (account_id, shard, n) values (${accountId}, ${countShard()}, ${delta})
     on conflict (account_id, shard) do update set n = contact_counts.n + excluded.n`.execute(trx)
 }
 
@@ -33,7 +58,7 @@ export async function addToContactCount(trx: Trx, accountId: string, delta: numb
  * create in it) when the account now has more than `max` contacts.
  */
 export async function enforceContactQuota(trx: Trx, accountId: string, max: number): Promise<void> {
-  if ((await contactCount(trx, accountId)) > max) {
+  if ((countsSeen.get(trx)?.get(accountId) ?? (await contactCount(trx, accountId))) > max) {
     throw new AppError(
       'quota_exceeded',
       `This account has reached its limit of ${max} contacts; delete some to create more.`,

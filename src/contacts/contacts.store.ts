@@ -5,14 +5,12 @@ import type { Kysely } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
-import { recordEvent } from '../events/events.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
-import { addToContactCount } from './contact-count.js'
-import { applyContactInput, emptyContact, parseStoredContact, searchTerms, toContactRows } from './contacts.js'
+import { writeChangedContact, writeDeletedContact, writeNewContact } from './contact-writes.js'
+import { applyContactInput, emptyContact, parseStoredContact, toContactRows } from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
-import type { ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 
 export interface StoredContact {
   contact: Contact
@@ -74,18 +72,7 @@ export async function upsertContact(
 
 /** Deletes the contact and records its event; false when it is not in this account. */
 export async function deleteContact(trx: Trx, accountId: string, id: string, now: string): Promise<boolean> {
-  const deleted = await trx
-    .deleteFrom('contacts')
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .returning('body')
-    .executeTakeFirst()
-  if (!deleted) {
-    return false
-  }
-  await addToContactCount(trx, accountId, -1)
-  await recordEvent(trx, accountId, 'contact.deleted', deleted.body, now)
-  return true
+  return writeDeletedContact(trx, accountId, id, now)
 }
 
 /** The insert of a contact already built, its tags, terms and event. */
@@ -96,11 +83,7 @@ export async function insertContact(
   now: string,
 ): Promise<StoredContact> {
   const rows = toContactRows(accountId, contact)
-  await trx.insertInto('contacts').values(rows.contact).execute()
-  await addToContactCount(trx, accountId, 1)
-  await insertIndexRows(trx, 'contact_tags', rows.tags)
-  await insertIndexRows(trx, 'contact_terms', rows.terms)
-  await recordEvent(trx, accountId, 'contact.created', rows.contact.body, now)
+  await writeNewContact(trx, accountId, rows, now)
   return { contact, body: rows.contact.body }
 }
 
@@ -127,26 +110,9 @@ export async function updateLockedContact(
   if (contact === current.contact) {
     return { ...current, changed: false }
   }
-  const { id } = contact
   const rows = toContactRows(accountId, contact)
-  const { email_lower, search, updated_at, body } = rows.contact
-  await trx
-    .updateTable('contacts')
-    .set({ email_lower, search, updated_at, body })
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .execute()
-  if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
-    await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
-    await insertIndexRows(trx, 'contact_tags', rows.tags)
-  }
-  const terms = rows.terms.map((row) => row.term)
-  if (terms.join('\n') !== searchTerms(current.contact).join('\n')) {
-    await trx.deleteFrom('contact_terms').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
-    await insertIndexRows(trx, 'contact_terms', rows.terms)
-  }
-  await recordEvent(trx, accountId, 'contact.updated', body, now)
-  return { contact, body, changed: true }
+  await writeChangedContact(trx, accountId, toContactRows(accountId, current.contact), rows, now)
+  return { contact, body: rows.contact.body, changed: true }
 }
 
 /**
@@ -168,16 +134,6 @@ export async function lockContact(
     .returning('body')
     .executeTakeFirst()
   return row ? { contact: parseStoredContact(row.body), body: row.body } : undefined
-}
-
-async function insertIndexRows(
-  trx: Trx,
-  table: 'contact_tags' | 'contact_terms',
-  rows: ContactTagsTable[] | ContactTermsTable[],
-): Promise<void> {
-  if (rows.length > 0) {
-    await trx.insertInto(table).values(rows).execute()
-  }
 }
 
 /**
