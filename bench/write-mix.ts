@@ -51,8 +51,17 @@ interface Options {
   pin: boolean
   pinPostgres: boolean
   keep: boolean
+  /** Another checkout whose built server to measure (its dist/main.js), for before/after pairs. */
+  serverRoot: string
+  /** Only one kind of request instead of the mix (CPU per request of that kind). */
+  only: RequestKind | undefined
+  /** Profiles of the server under bench/results/profiles/write-mix-<db>/. */
+  cpuProf: boolean
   pgAdminUrl: string
 }
+
+const KINDS = ['create', 'me', 'list', 'patch', 'delete'] as const
+type RequestKind = (typeof KINDS)[number]
 
 function parseOptions(argv: string[]): Options {
   const flags = new Map<string, string>()
@@ -63,7 +72,21 @@ function parseOptions(argv: string[]): Options {
     }
     flags.set(match[1], match[2] ?? 'true')
   }
-  const known = ['db', 'seconds', 'warmup', 'connections', 'contacts', 'threads', 'rounds', 'no-pin', 'pg-free', 'keep']
+  const known = [
+    'db',
+    'seconds',
+    'warmup',
+    'connections',
+    'contacts',
+    'threads',
+    'rounds',
+    'no-pin',
+    'pg-free',
+    'keep',
+    'server-root',
+    'only',
+    'cpu-prof',
+  ]
   for (const flag of flags.keys()) {
     if (!known.includes(flag)) {
       throw new Error(`unknown option --${flag} (known: ${known.map((k) => `--${k}`).join(' ')})`)
@@ -92,9 +115,19 @@ function parseOptions(argv: string[]): Options {
     pin: !flags.has('no-pin'),
     pinPostgres: !flags.has('pg-free'),
     keep: flags.has('keep'),
+    serverRoot: path.resolve(flags.get('server-root') ?? ROOT),
+    only: onlyKind(flags.get('only')),
+    cpuProf: flags.has('cpu-prof'),
     pgAdminUrl:
       process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   }
+}
+
+function onlyKind(raw: string | undefined): RequestKind | undefined {
+  if (raw !== undefined && !(KINDS as readonly string[]).includes(raw)) {
+    throw new Error(`--only takes one of ${KINDS.join(', ')}`)
+  }
+  return raw as RequestKind | undefined
 }
 
 const log = (text: string) => process.stderr.write(`${text}\n`)
@@ -130,13 +163,20 @@ const pinTo = (core: number, pid: number) =>
   execFileSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' })
 
 /** The mix as a wrk script: one request kind after another, the account alternating. */
-function wrkScript(spec: { keys: string[]; patchIds: string[][]; reserveIds: string[][]; threads: number }): string {
+function wrkScript(spec: {
+  keys: string[]
+  patchIds: string[][]
+  reserveIds: string[][]
+  threads: number
+  only: RequestKind | undefined
+}): string {
   const luaList = (items: string[]) => `{${items.map((item) => JSON.stringify(item)).join(',')}}`
   return `
 local keys = ${luaList(spec.keys)}
 local patch_ids = {${spec.patchIds.map(luaList).join(',')}}
 local reserve_ids = {${spec.reserveIds.map(luaList).join(',')}}
 local threads_total = ${spec.threads}
+local only = ${spec.only === undefined ? 'nil' : KINDS.indexOf(spec.only)}
 local lists = {"/api/v1/contacts?limit=50&tag=vip", "/api/v1/contacts?limit=50&q=mar"}
 
 local threads = {}
@@ -169,7 +209,7 @@ end
 function request()
   n = n + 1
   local account = n % 2 + 1
-  local kind = n % 5
+  local kind = only or n % 5
   if kind == 0 then
     local body = string.format('{"email":"mix-%d-%s.%d.%d@example.com","first_name":"Mix","last_name":"Load %d","tags":["bench"],"custom_fields":{"source":"wrk","n":%d}}', account, tag, tid, n, n, n)
     return wrk.format("POST", "/api/v1/contacts", headers(account, true), body)
@@ -516,14 +556,23 @@ async function commitsOf(databaseUrl: string): Promise<number> {
   }
 }
 
-async function startServer(seeded: Seeded, pin: boolean): Promise<{ child: ChildProcess; base: string }> {
+async function startServer(
+  seeded: Seeded,
+  pin: boolean,
+  serverRoot: string,
+  profileDir: string | undefined,
+): Promise<{ child: ChildProcess; base: string }> {
   const port = await freePort()
-  const args = [...cliCommand(), 'serve']
+  const args = [
+    ...(profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
+    ...(serverRoot === ROOT ? cliCommand() : [path.join(serverRoot, 'dist', 'main.js')]),
+    'serve',
+  ]
   const [command, commandArgs] = pin
     ? ['taskset', ['-c', String(SERVER_CORE), process.execPath, ...args]]
     : [process.execPath, args]
   const child = spawn(command, commandArgs, {
-    cwd: ROOT,
+    cwd: serverRoot,
     env: {
       ...process.env,
       DATABASE_URL: seeded.databaseUrl,
@@ -601,9 +650,11 @@ async function runDb(
         patchIds: seeded.patchIds,
         reserveIds: seeded.reserveIds,
         threads: options.threads,
+        only: options.only,
       }),
     )
-    const started = await startServer(seeded, pin)
+    const profileDir = options.cpuProf ? path.join(RESULTS, 'profiles', `write-mix-${db}`) : undefined
+    const started = await startServer(seeded, pin, options.serverRoot, profileDir)
     server = started.child
     log(`  warm-up ${options.warmup} s`)
     let reserveOffset = (await runWrk(options, started.base, script, options.warmup, pin, 0)).result.reserve_deletes

@@ -1,6 +1,7 @@
 // How many contacts an account has, for MAX_CONTACTS_PER_ACCOUNT (DESIGN §2), without a hot row:
 // the count is spread over COUNT_SHARDS rows per account. A write adds +1 or -1 to a random one
-// (concurrent writers rarely meet on the same row), a read sums them. The count is exact; the
+// (concurrent writers rarely meet on the same row; the statements are contact-writes.ts's), a read
+// sums them. The count is exact; the
 // quota check is not serialized: a transaction sees its own increments and those committed, so
 // concurrent creates can overshoot the quota by at most the number of create transactions of the
 // account in flight at once (bounded by the database pool: 10 per instance on PostgreSQL; none on
@@ -37,20 +38,9 @@ export function countChanged(trx: Trx, accountId: string, count?: number): void 
 }
 
 export async function contactCount(db: Db, accountId: string): Promise<number> {
-  const row = await db
-    .selectFrom('contact_counts')
-    .select((eb) => eb.fn.sum<number | string | null>('n').as('n'))
-    .where('account_id', '=', accountId)
-    .executeTakeFirst()
-  return Number(row?.n ?? 0)
-}
-
-/** Adds `delta` (±) to the account's count, in the transaction that adds or removes the contacts. */
-export async function addToContactCount(trx: Trx, accountId: string, delta: number): Promise<void> {
-  countChanged(trx, accountId)
-  await sql`
-    insert into contact_counts (account_id, shard, n) values (${accountId}, ${countShard()}, ${delta})
-    on conflict (account_id, shard) do update set n = contact_counts.n + excluded.n`.execute(trx)
+  const { rows } = await sql<{ n: number | string | null }>`
+    select sum(n) as n from contact_counts where account_id = ${accountId}`.execute(db)
+  return Number(rows[0]?.n ?? 0)
 }
 
 /**

@@ -8,7 +8,7 @@ import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transacti
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
-import { writeChangedContact, writeDeletedContact, writeNewContact } from './contact-writes.js'
+import { lockContactRow, writeChangedContact, writeDeletedContact, writeNewContact } from './contact-writes.js'
 import { applyContactInput, emptyContact, parseStoredContact, toContactRows } from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
 
@@ -126,14 +126,8 @@ export async function lockContact(
   accountId: string,
   by: { id: string } | { email: string },
 ): Promise<StoredContact | undefined> {
-  const row = await trx
-    .updateTable('contacts')
-    .set((eb) => ({ body: eb.ref('body') }))
-    .where('account_id', '=', accountId)
-    .where((eb) => ('id' in by ? eb('id', '=', by.id) : eb('email_lower', '=', emailKey(by.email))))
-    .returning('body')
-    .executeTakeFirst()
-  return row ? { contact: parseStoredContact(row.body), body: row.body } : undefined
+  const body = await lockContactRow(trx, accountId, 'id' in by ? by : { emailLower: emailKey(by.email) })
+  return body === undefined ? undefined : { contact: parseStoredContact(body), body }
 }
 
 /**
