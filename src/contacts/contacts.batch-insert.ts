@@ -1,6 +1,6 @@
 // The writes of a batch's run of creates, as SQL text kept per row count instead of Kysely-built
-// multi-row INSERTs. The rows, the count and the events (in order) are those insertContacts
-// (contacts.store.ts) writes; contacts.batch-insert.test.ts compares them with POST /contacts's.
+// multi-row INSERTs. The rows, the count and the events (in order) are those POST /contacts writes
+// one by one; contacts.batch-insert.test.ts compares them.
 //
 // What it buys (100,000 contacts by 4 clients through `serve`, server CPU per contact, paired runs):
 // SQLite 124 → 117 µs, PostgreSQL 89 → 81 µs. Kysely parsed and compiled five multi-row statements
@@ -98,7 +98,7 @@ const TERM_COLUMNS = ['account_id', 'term', 'contact_id'] as const
 const EVENT_COLUMNS = ['account_id', 'id', 'tx_id', 'type', 'created_at', 'body'] as const
 
 /**
- * insertContacts (contacts.store.ts), the same statements in the same order with the same rows:
+ * Inserts contacts already built (their emails free), the same rows POST /contacts would write:
  * the contacts, the count, their tags, their terms (each table's rows in key order), one
  * `contact.created` event each in the order given (one feed position, ids in order, bodies as
  * recordEvents writes them).

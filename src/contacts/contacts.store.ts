@@ -5,21 +5,12 @@ import { type Kysely, sql } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
-import { recordEvent, recordEvents } from '../events/events.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
-import { addToContactCount } from './contact-count.js'
-import {
-  applyContactInput,
-  type ContactRows,
-  emptyContact,
-  parseStoredContact,
-  searchTerms,
-  toContactRows,
-} from './contacts.js'
+import { lockContactRow, writeChangedContact, writeDeletedContact, writeNewContact } from './contact-writes.js'
+import { applyContactInput, emptyContact, parseStoredContact, toContactRows } from './contacts.js'
 import type { Contact, ContactInput } from './contacts.schemas.js'
-import type { ContactTagsTable, ContactTermsTable } from './contacts.table.js'
 
 export interface StoredContact {
   contact: Contact
@@ -93,7 +84,8 @@ export async function upsertContact(
 
 /**
  * Deletes the contact and records its event; false when it is not in this account. A precondition
- * sees the contact as deleted (the DELETE locked the row) and can still undo it by throwing.
+ * sees the contact as deleted (the delete locked the row) and can still undo it by throwing, which
+ * rolls the transaction back, the delete and its event with it.
  */
 export async function deleteContact(
   trx: Trx,
@@ -102,18 +94,11 @@ export async function deleteContact(
   now: string,
   precondition?: ContactPrecondition,
 ): Promise<boolean> {
-  const deleted = await trx
-    .deleteFrom('contacts')
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .returning('body')
-    .executeTakeFirst()
-  if (!deleted) {
+  const deletedBody = await writeDeletedContact(trx, accountId, id, now)
+  if (deletedBody === undefined) {
     return false
   }
-  precondition?.(deleted.body)
-  await addToContactCount(trx, accountId, -1)
-  await recordEvent(trx, accountId, 'contact.deleted', deleted.body, now)
+  precondition?.(deletedBody)
   return true
 }
 
@@ -125,11 +110,7 @@ export async function insertContact(
   now: string,
 ): Promise<StoredContact> {
   const rows = toContactRows(accountId, contact)
-  await trx.insertInto('contacts').values(rows.contact).execute()
-  await addToContactCount(trx, accountId, 1)
-  await insertIndexRows(trx, 'contact_tags', rows.tags)
-  await insertIndexRows(trx, 'contact_terms', rows.terms)
-  await recordEvent(trx, accountId, 'contact.created', rows.contact.body, now)
+  await writeNewContact(trx, accountId, rows, now)
   return { contact, body: rows.contact.body }
 }
 
@@ -156,26 +137,9 @@ export async function updateLockedContact(
   if (contact === current.contact) {
     return { ...current, changed: false }
   }
-  const { id } = contact
   const rows = toContactRows(accountId, contact)
-  const { email_lower, search, updated_at, body } = rows.contact
-  await trx
-    .updateTable('contacts')
-    .set({ email_lower, search, updated_at, body })
-    .where('account_id', '=', accountId)
-    .where('id', '=', id)
-    .execute()
-  if (JSON.stringify(current.contact.tags) !== JSON.stringify(contact.tags)) {
-    await trx.deleteFrom('contact_tags').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
-    await insertIndexRows(trx, 'contact_tags', rows.tags)
-  }
-  const terms = rows.terms.map((row) => row.term)
-  if (terms.join('\n') !== searchTerms(current.contact).join('\n')) {
-    await trx.deleteFrom('contact_terms').where('account_id', '=', accountId).where('contact_id', '=', id).execute()
-    await insertIndexRows(trx, 'contact_terms', rows.terms)
-  }
-  await recordEvent(trx, accountId, 'contact.updated', body, now)
-  return { contact, body, changed: true }
+  await writeChangedContact(trx, accountId, toContactRows(accountId, current.contact), rows, now)
+  return { contact, body: rows.contact.body, changed: true }
 }
 
 /**
@@ -189,24 +153,8 @@ export async function lockContact(
   accountId: string,
   by: { id: string } | { email: string },
 ): Promise<StoredContact | undefined> {
-  const row = await trx
-    .updateTable('contacts')
-    .set((eb) => ({ body: eb.ref('body') }))
-    .where('account_id', '=', accountId)
-    .where((eb) => ('id' in by ? eb('id', '=', by.id) : eb('email_lower', '=', emailKey(by.email))))
-    .returning('body')
-    .executeTakeFirst()
-  return row ? { contact: parseStoredContact(row.body), body: row.body } : undefined
-}
-
-async function insertIndexRows(
-  trx: Trx,
-  table: 'contact_tags' | 'contact_terms',
-  rows: ContactTagsTable[] | ContactTermsTable[],
-): Promise<void> {
-  if (rows.length > 0) {
-    await trx.insertInto(table).values(rows).execute()
-  }
+  const body = await lockContactRow(trx, accountId, 'id' in by ? by : { emailLower: emailKey(by.email) })
+  return body === undefined ? undefined : { contact: parseStoredContact(body), body }
 }
 
 /**
@@ -289,42 +237,3 @@ export const contactExists = (existingId: string | undefined): AppError =>
     errors: [{ field: 'email', message: 'is already used by another contact' }],
     ...(existingId ? { extensions: { existing_id: existingId } } : {}),
   })
-
-/**
- * Inserts contacts already built (their emails free), with one multi-row INSERT per table, the
- * count and one `contact.created` event each, in the order given (a batch's creates: one
- * statement per table instead of five per contact).
- */
-export async function insertContacts(
-  trx: Trx,
-  accountId: string,
-  contacts: readonly Contact[],
-  now: string,
-): Promise<StoredContact[]> {
-  if (contacts.length === 0) {
-    return []
-  }
-  const rows = contacts.map((contact) => toContactRows(accountId, contact))
-  await trx
-    .insertInto('contacts')
-    .values(rows.map((row) => row.contact))
-    .execute()
-  await addToContactCount(trx, accountId, contacts.length)
-  await insertIndexRows(
-    trx,
-    'contact_tags',
-    rows.flatMap((row) => row.tags),
-  )
-  await insertIndexRows(
-    trx,
-    'contact_terms',
-    rows.flatMap((row) => row.terms),
-  )
-  await recordEvents(
-    trx,
-    accountId,
-    rows.map((row) => ({ type: 'contact.created', objectBody: row.contact.body })),
-    now,
-  )
-  return contacts.map((contact, i) => ({ contact, body: (rows[i] as ContactRows).contact.body }))
-}

@@ -71,10 +71,18 @@ export const ListEventsQuery = Type.Object(
 export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
 
 /**
- * Writes the event in the change's transaction, at its feed position (feed-position.ts). The
- * resource comes serialized, as stored: spliced into the event's body rather than serialized again
- * (the same bytes JSON.stringify of the whole event would give).
+ * A new event's id and its body around the resource: the body is `prefix`, the resource serialized
+ * as stored (spliced in rather than serialized again: the same bytes JSON.stringify of the whole
+ * event would give), then `suffix`. A write that has the resource only in the database (a delete
+ * in one statement, src/contacts/contact-writes.ts) splices it there.
  */
+export function eventEnvelope(type: EventType, now: string): { id: string; prefix: string; suffix: string } {
+  const id = newId('event')
+  const prefix = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":`
+  return { id, prefix, suffix: '}}' }
+}
+
+/** Writes the event in the change's transaction, at its feed position (feed-position.ts). */
 export async function recordEvent(
   trx: Trx,
   accountId: string,
@@ -82,8 +90,8 @@ export async function recordEvent(
   objectBody: string,
   now: string,
 ): Promise<void> {
-  const id = newId('event')
-  const body = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":${objectBody}}}`
+  const { id, prefix, suffix } = eventEnvelope(type, now)
+  const body = `${prefix}${objectBody}${suffix}`
   const txId = await newEventPosition(trx)
   await trx
     .insertInto('events')

@@ -14,7 +14,7 @@
 //   position is a counter incremented under that lock, so positions are handed out in commit
 //   order and a committed position is never followed by a smaller one. A counter, not max + 1:
 //   the retention purge can empty an account, and positions must never go back.
-import { type RawBuilder, sql } from 'kysely'
+import { CompiledQuery, type RawBuilder, sql } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
 import type { Db, Trx } from '../db/transaction.js'
 
@@ -23,18 +23,25 @@ export interface FeedPosition {
   id: string
 }
 
+/**
+ * PostgreSQL: the position of an event written in the current transaction, as an SQL expression
+ * (for writes that put it in their own statement, src/contacts/contact-writes.ts). xid8 (epoch and
+ * xid) has no cast to bigint; its text form has one.
+ */
+export const POSTGRES_EVENT_POSITION = 'pg_current_xact_id()::text::bigint'
+
+/** SQLite: takes the next position under the write lock; returns `last_position`. */
+export const SQLITE_NEXT_EVENT_POSITION =
+  "update event_sequence set last_position = last_position + 1 where name = 'events' returning last_position"
+
 /** The position of an event being written in `trx`, for its `tx_id`. */
 export async function newEventPosition(trx: Trx): Promise<number | RawBuilder<number>> {
   if (dialectOf(trx) === 'postgres') {
-    // xid8 (epoch and xid) has no cast to bigint; its text form has one.
-    return sql<number>`pg_current_xact_id()::text::bigint`
+    return sql<number>`${sql.raw(POSTGRES_EVENT_POSITION)}`
   }
-  const [row] = await trx
-    .updateTable('event_sequence')
-    .set((eb) => ({ last_position: eb('last_position', '+', 1) }))
-    .where('name', '=', 'events')
-    .returning('last_position')
-    .execute()
+  const {
+    rows: [row],
+  } = await trx.executeQuery<{ last_position: number }>(CompiledQuery.raw(SQLITE_NEXT_EVENT_POSITION, []))
   if (!row) {
     throw new Error('event_sequence has no events row: are the migrations applied?')
   }

@@ -1,0 +1,189 @@
+// The writes of one contact (contact-writes.ts): on PostgreSQL each is one statement between BEGIN
+// and COMMIT, and the rows it leaves are those of the statement-per-table writes — the contact, its
+// tag and term rows (only the changed ones rewritten), the count and the event — on every dialect.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { testDialects } from '../../test/dialects.js'
+import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
+import { captureStatements } from '../../test/statement-capture.js'
+import { inTransaction } from '../db/transaction.js'
+import { AppError } from '../http/errors.js'
+import { contactCount, enforceContactQuota } from './contact-count.js'
+import { createContact, deleteContact } from './contacts.store.js'
+
+// Before any pool connects: src/db/database.ts binds each connection's query when it opens.
+const capture = captureStatements()
+afterAll(() => capture.restore())
+
+/** The statements of the contact writes, first words only; the API key's own bookkeeping left out. */
+const writeStatements = () =>
+  capture
+    .take()
+    .filter((text) => !/api_keys/.test(text))
+    .map((text) => text.trim().split(/\s+/).slice(0, 3).join(' ').toLowerCase())
+
+describe.each(testDialects())('contact writes on %s', (dialect) => {
+  let t: TestHarness
+  let acme: TestAccount
+
+  beforeAll(async () => {
+    t = await createTestHarness({ dialect })
+    acme = await t.createAccount()
+  })
+  afterAll(() => t.close())
+
+  const rowsOf = async (id: string) => ({
+    tags: (
+      await t.db
+        .selectFrom('contact_tags')
+        .select('tag')
+        .where('account_id', '=', acme.id)
+        .where('contact_id', '=', id)
+        .execute()
+    )
+      .map((row) => row.tag)
+      .sort(),
+    terms: (
+      await t.db
+        .selectFrom('contact_terms')
+        .select('term')
+        .where('account_id', '=', acme.id)
+        .where('contact_id', '=', id)
+        .execute()
+    )
+      .map((row) => row.term)
+      .sort(),
+  })
+  const eventsOf = async (id: string) =>
+    (
+      await t.db
+        .selectFrom('events')
+        .select(['type', 'body'])
+        .where('account_id', '=', acme.id)
+        .orderBy('tx_id')
+        .orderBy('id')
+        .execute()
+    )
+      .map((row) => ({
+        type: row.type,
+        body: JSON.parse(row.body) as { id: string; type: string; data: { object: { id: string } } },
+      }))
+      .filter((event) => event.body.data.object.id === id)
+
+  it.runIf(dialect !== 'sqlite')(
+    'a create, an update and a delete are one statement each between BEGIN and COMMIT',
+    async () => {
+      await t.inject(acme, { method: 'GET', url: '/api/v1/me' }) // the key, cached from here on
+      capture.take()
+      const created = await t.inject(acme, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { email: 'ada@example.com', first_name: 'Ada', tags: ['vip'] },
+      })
+      expect(created.statusCode, created.body).toBe(201)
+      expect(writeStatements()).toEqual(['begin', 'with contact as', 'commit'])
+
+      const id = created.json().id as string
+      const patched = await t.inject(acme, {
+        method: 'PATCH',
+        url: `/api/v1/contacts/${id}`,
+        payload: { last_name: 'Lovelace', tags: ['vip', 'customer'] },
+      })
+      expect(patched.statusCode, patched.body).toBe(200)
+      // The lock (which reads the contact the change merges into), then the write.
+      expect(writeStatements()).toEqual(['begin', 'update contacts set', 'with contact as', 'commit'])
+
+      expect((await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${id}` })).statusCode).toBe(204)
+      expect(writeStatements()).toEqual(['begin', 'with contact as', 'commit'])
+    },
+  )
+
+  it('a create writes the contact, its tag and term rows, the count and contact.created', async () => {
+    const before = await contactCount(t.db, acme.id)
+    const created = await t.inject(acme, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      payload: { email: 'Grace@Example.com', first_name: 'Grace', last_name: 'Hopper', tags: ['navy', 'cobol'] },
+    })
+    expect(created.statusCode, created.body).toBe(201)
+    const contact = created.json()
+    expect(await rowsOf(contact.id)).toEqual({
+      tags: ['cobol', 'navy'],
+      terms: ['grace', 'grace@example.com', 'hopper'],
+    })
+    expect(await contactCount(t.db, acme.id)).toBe(before + 1)
+    const events = await eventsOf(contact.id)
+    expect(events.map((event) => event.type)).toEqual(['contact.created'])
+    expect(events[0]?.body.data.object).toEqual(contact)
+  })
+
+  it('an update rewrites only the tag and term rows that changed, and records contact.updated', async () => {
+    const contact = (
+      await t.inject(acme, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { email: 'alan@example.com', first_name: 'Alan', last_name: 'Turing', tags: ['a', 'b'] },
+      })
+    ).json()
+    const patched = await t.inject(acme, {
+      method: 'PATCH',
+      url: `/api/v1/contacts/${contact.id}`,
+      payload: { last_name: 'Mathison', company: 'Bletchley Park', tags: ['b', 'c'] },
+    })
+    expect(patched.statusCode, patched.body).toBe(200)
+    expect(await rowsOf(contact.id)).toEqual({
+      tags: ['b', 'c'],
+      terms: ['alan', 'alan@example.com', 'bletchley park', 'mathison'],
+    })
+    const events = await eventsOf(contact.id)
+    expect(events.map((event) => event.type)).toEqual(['contact.created', 'contact.updated'])
+    expect(events[1]?.body.data.object).toEqual(patched.json())
+    // The list filters read those rows.
+    const byTag = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?tag=a' })
+    expect(byTag.json().contacts.map((c: { id: string }) => c.id)).not.toContain(contact.id)
+    const byName = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts?q=mathi' })
+    expect(byName.json().contacts.map((c: { id: string }) => c.id)).toEqual([contact.id])
+  })
+
+  it('a delete removes the rows, takes one from the count and records the contact as it was', async () => {
+    const contact = (
+      await t.inject(acme, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { email: 'edsger@example.com', tags: ['goto'] },
+      })
+    ).json()
+    const before = await contactCount(t.db, acme.id)
+    expect((await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${contact.id}` })).statusCode).toBe(204)
+    expect(await rowsOf(contact.id)).toEqual({ tags: [], terms: [] })
+    expect(await contactCount(t.db, acme.id)).toBe(before - 1)
+    const events = await eventsOf(contact.id)
+    expect(events.map((event) => event.type)).toEqual(['contact.created', 'contact.deleted'])
+    expect(events[1]?.body.data.object).toEqual(contact)
+    // A second delete finds nothing and changes nothing.
+    expect((await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${contact.id}` })).statusCode).toBe(404)
+    expect(await contactCount(t.db, acme.id)).toBe(before - 1)
+  })
+
+  it('the quota check after creates and a delete in one transaction counts the delete', async () => {
+    const account = await t.createAccount('Quota')
+    const at = () => new Date().toISOString()
+    const kept = await inTransaction(t.db, (trx) => createContact(trx, account.id, { email: 'kept@example.com' }, at()))
+    const error = await inTransaction(t.db, async (trx) => {
+      // Two contacts now; the create learns it in its own statement on PostgreSQL.
+      await createContact(trx, account.id, { email: 'new@example.com' }, at())
+      await deleteContact(trx, account.id, kept.contact.id, at())
+      // One contact: within a quota of 1, whatever the create learned before the delete.
+      await enforceContactQuota(trx, account.id, 1)
+    }).catch((caught: unknown) => caught)
+    expect(error).toBeUndefined()
+    expect(await contactCount(t.db, account.id)).toBe(1)
+    // And past it, refused.
+    const refused = await inTransaction(t.db, async (trx) => {
+      await createContact(trx, account.id, { email: 'third@example.com' }, at())
+      await enforceContactQuota(trx, account.id, 1)
+    }).catch((caught: unknown) => caught)
+    expect(refused).toBeInstanceOf(AppError)
+    expect((refused as AppError).code).toBe('quota_exceeded')
+    expect(await contactCount(t.db, account.id)).toBe(1)
+  })
+})
