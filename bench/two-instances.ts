@@ -41,6 +41,7 @@ import { cliCommand, freePort, type ServerProcess, startServerProcess } from '..
 import { httpWebClient } from '../test/web-client.js'
 import type { LoadResult, LoadSpec } from './load.js'
 import { type SeedResult, seedPostgres } from './seed.js'
+import { CREATE_BODY, PATCH_BODY } from './template.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const TICK_US = 10_000 // /proc reports CPU in clock ticks of 10 ms (USER_HZ = 100)
@@ -53,16 +54,26 @@ interface KindSpec {
   title: string
   method: LoadSpec['method']
   path: string
-  body: LoadSpec['body']
+  /** A JSON body template (bench/template.ts), or none. */
+  body?: string
+  /** `{id}` in the path takes the seeded contacts to patch. */
+  patches?: boolean
   /** Total requests per second, whatever the number of instances: low enough for one instance on a busy machine. */
   rate: number
 }
 
 const KINDS: Record<Kind, KindSpec> = {
-  me: { title: 'GET /me', method: 'GET', path: '/api/v1/me', body: 'none', rate: 2000 },
-  list: { title: 'list page 1 (limit 50)', method: 'GET', path: '/api/v1/contacts?limit=50', body: 'none', rate: 400 },
-  create: { title: 'POST /contacts', method: 'POST', path: '/api/v1/contacts', body: 'create', rate: 150 },
-  patch: { title: 'PATCH /contacts/{id}', method: 'PATCH', path: '/api/v1/contacts', body: 'patch', rate: 150 },
+  me: { title: 'GET /me', method: 'GET', path: '/api/v1/me', rate: 2000 },
+  list: { title: 'list page 1 (limit 50)', method: 'GET', path: '/api/v1/contacts?limit=50', rate: 400 },
+  create: { title: 'POST /contacts', method: 'POST', path: '/api/v1/contacts', body: CREATE_BODY, rate: 150 },
+  patch: {
+    title: 'PATCH /contacts/{id}',
+    method: 'PATCH',
+    path: '/api/v1/contacts/{id}',
+    body: PATCH_BODY,
+    patches: true,
+    rate: 150,
+  },
 }
 const CONNECTIONS = 16
 
@@ -208,9 +219,15 @@ function startLoad(spec: LoadSpec) {
   return {
     pid: child.pid,
     warm,
-    go(): Promise<LoadResult> {
+    async go(): Promise<LoadResult> {
       child.stdin?.end('go\n')
-      return next().then((line) => JSON.parse(line) as LoadResult)
+      // Each round is announced by a {"start": n} line, then its result.
+      for (;;) {
+        const parsed = JSON.parse(await next()) as LoadResult | { start: number }
+        if (!('start' in parsed)) {
+          return parsed
+        }
+      }
     },
   }
 }
@@ -267,8 +284,8 @@ async function round(ctx: Context, kind: Kind, instances: Instance[], rate: numb
       method: spec.method,
       path: spec.path,
       headers: ctx.headers,
-      body: spec.body,
-      ...(spec.body === 'patch' ? { ids: ctx.seed.patchIds } : {}),
+      ...(spec.body === undefined ? {} : { body: spec.body }),
+      ...(spec.patches ? { ids: ctx.seed.patchIds } : {}),
       connections: CONNECTIONS / instances.length,
       rate: rate / instances.length,
       warmupSeconds: 1,
