@@ -71,7 +71,10 @@ describe('contacts-api serve --api-only', () => {
   let key = ''
 
   beforeAll(async () => {
-    ;[apiOnly, full] = await Promise.all([start(dir, env, ['serve', '--api-only']), start(dir, env, ['serve'])])
+    // One after the other: two processes that migrate a new SQLite file at the same moment race
+    // (both see no migration and both create the tables; CI saw "table accounts already exists").
+    apiOnly = await start(dir, env, ['serve', '--api-only'])
+    full = await start(dir, env, ['serve'])
     const out: string[] = []
     expect(
       await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, { out: (t) => out.push(t), err: () => {} }),
