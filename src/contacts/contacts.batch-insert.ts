@@ -9,9 +9,8 @@
 // how they were measured: docs/batch.md.
 import { CompiledQuery } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
-import type { Db, Trx } from '../db/transaction.js'
+import type { Trx } from '../db/transaction.js'
 import { newEventPosition } from '../events/feed-position.js'
-import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import { addToContactCount } from './contact-count.js'
 import { toContactRows } from './contacts.js'
@@ -144,33 +143,4 @@ export async function insertContactRun(
     }),
   )
   return contacts.map((contact, i) => ({ contact, body: rows[i]?.contact.body as string }))
-}
-
-const lookupTexts = new Map<string, string>()
-
-/**
- * findContactIdsByEmail (contacts.store.ts), the same SQL (one unique-index probe per email) with
- * its text kept per email count instead of built by Kysely per call.
- */
-export async function findIdsByEmail(
-  db: Db,
-  accountId: string,
-  emails: readonly string[],
-): Promise<Map<string, string>> {
-  const keys = [...new Set(emails.map((email) => emailKey(email)))]
-  if (keys.length === 0) {
-    return new Map()
-  }
-  const postgres = dialectOf(db) === 'postgres'
-  const key = `${postgres ? 'p' : 's'}|${keys.length}`
-  let text = lookupTexts.get(key)
-  if (text === undefined) {
-    const values = keys.map((_, i) => (postgres ? `($${i + 2})` : '(?)')).join(', ')
-    text = `select v.column1 as email_lower, (select c.id from contacts c where c.account_id = ${postgres ? '$1' : '?'} and c.email_lower = v.column1) as id from (values ${values}) as v`
-    lookupTexts.set(key, text)
-  }
-  const { rows } = await db.executeQuery<{ email_lower: string; id: string | null }>(
-    CompiledQuery.raw(text, [accountId, ...keys]),
-  )
-  return new Map(rows.flatMap((row) => (row.id === null ? [] : [[row.email_lower, row.id] as const])))
 }

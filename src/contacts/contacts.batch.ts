@@ -16,7 +16,7 @@ import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import { contactCount, quotaExceeded } from './contact-count.js'
 import { BATCH_OPERATIONS, type BatchEnvelopeSchema, type BatchOperation } from './contacts.batch.schemas.js'
-import { findIdsByEmail, insertContactRun } from './contacts.batch-insert.js'
+import { insertContactRun } from './contacts.batch-insert.js'
 import { applyContactInput, emptyContact } from './contacts.js'
 import { type Contact, type ContactInput, ContactInputSchema, UpsertContactSchema } from './contacts.schemas.js'
 import {
@@ -141,7 +141,7 @@ export async function runBatch(trx: Trx, options: BatchOptions, operations: Chec
     const pending = run
     run = []
     // An upsert's email was looked up (and found free) just before it joined the run.
-    const taken = await findIdsByEmail(
+    const taken = await findContactIdsByEmail(
       trx,
       accountId,
       pending.flatMap(({ contact, upsert }) => (contact.email === null || upsert ? [] : [contact.email])),
