@@ -71,10 +71,8 @@ describe('contacts-api serve --api-only', () => {
   let key = ''
 
   beforeAll(async () => {
-    // One after the other: two processes that migrate a new SQLite file at the same moment race
-    // (both see no migration and both create the tables; CI saw "table accounts already exists").
-    apiOnly = await start(dir, env, ['serve', '--api-only'])
-    full = await start(dir, env, ['serve'])
+    // Together, on a new SQLite file: both migrate it at once (test/sqlite-migrate-race.test.ts).
+    ;[apiOnly, full] = await Promise.all([start(dir, env, ['serve', '--api-only']), start(dir, env, ['serve'])])
     const out: string[] = []
     expect(
       await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, { out: (t) => out.push(t), err: () => {} }),

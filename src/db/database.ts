@@ -34,11 +34,12 @@ function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandl
   const database = new SQLite(file)
   // WAL lets readers run beside the writer. NORMAL survives process crashes (kill -9);
   // FULL also survives power loss, at about half the write rate.
+  // The CLI and a running server share the file: wait for the other's write instead of failing.
+  // First, so that switching a new file to WAL waits too when another process opens it at once.
+  database.pragma('busy_timeout = 5000')
   database.pragma('journal_mode = WAL')
   database.pragma(`synchronous = ${synchronous}`)
   database.pragma('foreign_keys = ON')
-  // The CLI and a running server share the file: wait for the other's write instead of failing.
-  database.pragma('busy_timeout = 5000')
   // better-sqlite3 builds SQLite with a 16 MB page cache; pages not in it come from the OS's page
   // cache at a few µs each. 4 MB holds the indexes' upper levels of a million contacts and kept
   // writes within the RSS target (docs/performance.md, "RSS").

@@ -7,7 +7,6 @@ import {
   type MigrationResultSet,
   Migrator,
   sql,
-  type Transaction,
 } from 'kysely'
 import type { DatabaseHandle } from './database.js'
 import type { Dialect } from './dialect.js'
@@ -57,6 +56,9 @@ async function withMigrator<T>(
   locked: boolean,
   use: (migrator: Migrator) => Promise<T>,
 ): Promise<T> {
+  if (handle.dialect === 'sqlite' && locked) {
+    return withSqliteWriteLock(handle, use)
+  }
   if (handle.dialect !== 'postgres') {
     return use(new Migrator({ db: handle.db, provider: provider(handle) }))
   }
@@ -86,6 +88,35 @@ async function withMigrator<T>(
   })
 }
 
+/**
+ * SQLite: the whole migration, Kysely's own tables included, inside one `BEGIN IMMEDIATE`, which
+ * takes the database's write lock before anything is read. Kysely's SQLite migrator has no lock
+ * (its adapter's is a no-op: it assumes one process) and opens a deferred transaction, so several
+ * processes started together on a new file (two instances, a server and `contacts-api migrate`)
+ * each read "nothing applied" and then created the same tables: "table accounts already exists"
+ * (test/sqlite-migrate-race.test.ts). The others now wait on busy_timeout and find it migrated.
+ */
+async function withSqliteWriteLock<T>(handle: DatabaseHandle, use: (migrator: Migrator) => Promise<T>): Promise<T> {
+  return handle.db.connection().execute(async (connection) => {
+    await sql`begin immediate`.execute(connection)
+    try {
+      const result = await use(
+        new Migrator({
+          db: asMigratorConnection(connection, connection),
+          provider: provider(handle),
+          // The transaction is ours (above).
+          disableTransactions: true,
+        }),
+      )
+      await sql`commit`.execute(connection)
+      return result
+    } catch (error) {
+      await sql`rollback`.execute(connection)
+      throw error
+    }
+  })
+}
+
 // Kysely looks for its own tables in every schema; pin them to ours, or a database where
 // another schema (another service, a test run) has them would make us skip creating them.
 async function currentSchema(db: Kysely<Database>): Promise<string> {
@@ -100,7 +131,7 @@ async function currentSchema(db: Kysely<Database>): Promise<string> {
  * The transaction as the Migrator sees it (with `disableTransactions`): its `connection()` is the
  * transaction itself, and its adapter's lock is a no-op, because the transaction holds the lock.
  */
-function asMigratorConnection<DB>(db: Kysely<DB>, trx: Transaction<DB>): Kysely<DB> {
+function asMigratorConnection<DB>(db: Kysely<DB>, trx: Kysely<DB>): Kysely<DB> {
   const executor = trx.getExecutor()
   const adapter = Object.create(executor.adapter, {
     acquireMigrationLock: { value: async () => {} },
@@ -118,7 +149,7 @@ function asMigratorConnection<DB>(db: Kysely<DB>, trx: Transaction<DB>): Kysely<
       if (property === 'getExecutor') {
         return () => executorView
       }
-      return Reflect.get(target, property, target)
+      return bound(target, Reflect.get(target, property, target))
     },
   })
   return view
