@@ -12,6 +12,7 @@ import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
 import { accountIdOf, requireApiKey } from './http/auth.js'
 import { refuseUnevaluatedConditions } from './http/conditional.js'
+import { limitPipelining } from './http/connection-limits.js'
 import { AppError, clientErrorHandler, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
 import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
@@ -79,6 +80,7 @@ export async function buildApp(
   // First hook of all, so every response (errors from later hooks too) carries the id and is
   // neither cached nor sniffed (DESIGN §10; the web app's static assets set their own caching).
   // Hooks on every request take `done` rather than being async: no promise and microtask each.
+  limitPipelining(app)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(everyResponseHeaders(request.id))
     done()

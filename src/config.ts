@@ -50,6 +50,11 @@ export interface Config {
   readonly signUpsPerHour: number
   /** MAX_ACCOUNTS_PER_PERSON: accounts one person may own (sign-up's first included). */
   readonly maxAccountsPerPerson: number
+  /**
+   * MAX_CONCURRENT_REQUESTS_PER_ACCOUNT: one account's requests in progress at once in one process;
+   * beyond it 429 (src/http/connection-limits.ts). 0 turns it off.
+   */
+  readonly maxConcurrentRequestsPerAccount: number
   /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
   readonly requestTimeoutMs: number
   /**
@@ -191,6 +196,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   const idempotencyKeysPerAccount = integer('IDEMPOTENCY_KEYS_PER_ACCOUNT', 20_000, 1, 10_000_000)
   const signUpsPerHour = integer('SIGN_UPS_PER_HOUR', 10, 0, RATE_LIMIT_MAX)
   const maxAccountsPerPerson = integer('MAX_ACCOUNTS_PER_PERSON', 10, 1, 10_000)
+  const maxConcurrentRequestsPerAccount = integer('MAX_CONCURRENT_REQUESTS_PER_ACCOUNT', 64, 0, 100_000)
   const requestTimeoutMs = integer('REQUEST_TIMEOUT_MS', 30_000, 1000, 600_000)
   const imports = {
     // Each running import takes a share of one core between requests; 2 leaves the rest to serving.
@@ -224,6 +230,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     idempotencyKeysPerAccount,
     signUpsPerHour,
     maxAccountsPerPerson,
+    maxConcurrentRequestsPerAccount,
     requestTimeoutMs,
     imports: Object.freeze(imports),
     metricsToken,

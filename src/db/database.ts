@@ -94,8 +94,13 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
 
 function openPostgres(url: string, behindPooler: boolean): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 })
-  // An idle client that loses its connection emits 'error'; without a listener it would crash the process.
+  // A client that loses its connection (a restart, a failover, a pooler restarted, a terminated
+  // backend) emits 'error'; with no listener that ends the process. The pool listens only while a
+  // client is idle, so each client gets its own listener for while it is checked out: the error
+  // also fails the statement on it (or the next), which the request answers as a problem, and the
+  // pool drops the client (test/connection-loss.test.ts).
   pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
   // A transaction pooler gives each transaction whichever server connection is free: a statement
   // prepared on one is unknown on the next (or already exists there, under another client's name).
   if (!behindPooler) {

@@ -6,6 +6,7 @@ import { apiKeyPattern, hashApiKey, parseAuthorization } from '../api-keys/api-k
 import type { KeyWithAccount } from '../api-keys/api-keys.store.js'
 import { type KeyVerifier, NOT_CACHED } from '../api-keys/key-verifier.js'
 import type { RateLimiter } from '../rate-limit/rate-limit.js'
+import { accountConcurrency } from './connection-limits.js'
 import { AppError } from './errors.js'
 
 export type AuthContext = KeyWithAccount
@@ -31,9 +32,14 @@ const READ_METHODS = new Set(['GET', 'HEAD'])
  */
 export function requireApiKey(
   scope: FastifyInstance,
-  deps: { keyVerifier: KeyVerifier; rateLimiter: RateLimiter; config: { keyPrefix: string } },
+  deps: {
+    keyVerifier: KeyVerifier
+    rateLimiter: RateLimiter
+    config: { keyPrefix: string; maxConcurrentRequestsPerAccount: number }
+  },
 ): void {
   const pattern = apiKeyPattern(deps.config.keyPrefix)
+  const enterAccount = accountConcurrency(deps.config.maxConcurrentRequestsPerAccount)
 
   async function admit(request: FastifyRequest, reply: FastifyReply, found: AuthContext | undefined): Promise<void> {
     if (!found) {
@@ -54,6 +60,7 @@ export function requireApiKey(
       })
     }
     contexts.set(request, found)
+    enterAccount(found.account.id, reply)
     await deps.rateLimiter.takeAccount(found.account.id, reply)
     const needed = READ_METHODS.has(request.method) ? 'read' : 'write'
     if (!found.key.scopes.includes(needed)) {

@@ -3,6 +3,7 @@ import swagger from '@fastify/swagger'
 import type { FastifyInstance } from 'fastify'
 import type { Config } from '../config.js'
 import { openApiWebhooks } from '../webhooks/openapi-webhooks.js'
+import { answerConditionally, bytesTag } from './conditional.js'
 import { ERROR_CODES, statusOf, titleOf } from './errors.js'
 import { completeOperations, componentize, type SchemaComponents } from './openapi-components.js'
 import { HEADER_COMPONENT, operationsProblems } from './openapi-responses.js'
@@ -171,7 +172,22 @@ export async function registerOpenApi(
     })
   })
 
-  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async () => app.swagger())
+  // The document is the same for the process's life: serialized once (245 kB, ~4 ms of CPU each
+  // time before), sent as the same bytes with a strong ETag (If-None-Match gets 304; Cache-Control stays
+  // no-store, as on every API response: DESIGN §10). It needs
+  // no key, so it was the cheapest way for anyone to make the server work and hold memory
+  // (src/http/connection-limits.ts).
+  let document: { bytes: Buffer; tag: string } | undefined
+  app.get('/api/v1/openapi.json', { schema: { hide: true } }, async (request, reply) => {
+    if (document === undefined) {
+      const bytes = Buffer.from(JSON.stringify(app.swagger()))
+      document = { bytes, tag: bytesTag(bytes) }
+    }
+    return (
+      answerConditionally(request, reply, document.tag) ??
+      reply.type('application/json; charset=utf-8').send(document.bytes)
+    )
+  })
 }
 
 const SWAGGER_UI_STYLE_HASH = 'sha256-RL3ie0nH+Lzz2YNqQN83mnU0J1ot4QL7b99vMdIX99w='
