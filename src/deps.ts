@@ -1,6 +1,6 @@
 // The composition root: everything the app needs, built once from the config and passed down.
 import { randomBytes } from 'node:crypto'
-import { readFileSync, writeFileSync } from 'node:fs'
+import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { Redis } from 'ioredis'
 import {
@@ -178,6 +178,15 @@ function localSecret(config: Config): string {
     if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
       throw error
     }
+  }
+  // The secret signs cursors, sessions and CSRF tokens: one that another user could read, write or
+  // have put there (the database in /tmp puts it at /tmp/secret) is refused, not used.
+  const stat = statSync(file)
+  const uid = process.getuid?.()
+  if (uid !== undefined && (stat.uid !== uid || (stat.mode & 0o077) !== 0)) {
+    throw new Error(
+      `${file} (the secret beside the SQLite database) must belong to this user and be readable by it alone (mode 0600; it is ${(stat.mode & 0o777).toString(8)}, owner uid ${stat.uid}). Run: chmod 600 ${file}, or delete it to have a new one made (signed cursors and sessions then end).`,
+    )
   }
   return readFileSync(file, 'utf8').trim()
 }

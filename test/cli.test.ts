@@ -1,7 +1,7 @@
 // The command line through runCli: accounts and keys (text and --json), migrate, usage errors
 // that exit 2 and write nothing, and keys that work (and stop working) against the HTTP API on
 // the same SQLite file.
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
@@ -615,6 +615,18 @@ describe('contacts-api with a bad configuration', () => {
     }
     expect(existsSync(path.join(dir, 'contacts.sqlite'))).toBe(false)
     expect(existsSync(path.join(dir, 'secret'))).toBe(false)
+  })
+
+  it('refuses a secret file beside the database that others can read or write, saying how to fix it', async () => {
+    const { dir, env } = freshDatabase()
+    mkdirSync(dir, { recursive: true })
+    const file = path.join(dir, 'secret')
+    writeFileSync(file, 'chosen-by-someone-else-0123456789abcdef')
+    chmodSync(file, 0o644)
+    // Thrown out of the command (main.ts prints it and exits 1).
+    await expect(cli(['migrate'], env)).rejects.toThrow(`chmod 600 ${file}`)
+    chmodSync(file, 0o600)
+    expect((await cli(['migrate'], env)).code).toBe(0)
   })
 
   it('a configuration error is one line listing every problem', async () => {

@@ -1,5 +1,5 @@
 // The SQLite connection settings every durability and integrity promise rests on (DESIGN §4).
-import { mkdtempSync, rmSync, statSync } from 'node:fs'
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { sql } from 'kysely'
@@ -39,6 +39,26 @@ describe('SQLite files', () => {
     try {
       await sql`create table t (a integer)`.execute(handle.db)
       await sql`insert into t values (1)`.execute(handle.db)
+      for (const name of [file, `${file}-wal`, `${file}-shm`]) {
+        expect([name, statSync(name).mode & 0o777]).toEqual([name, 0o600])
+      }
+    } finally {
+      await handle.close()
+    }
+  })
+})
+
+describe('an existing SQLite file readable by others', () => {
+  it('is narrowed to 0600 at start, its WAL and shared memory too', async () => {
+    const file = path.join(dir, 'wide', 'contacts.sqlite')
+    mkdirSync(path.dirname(file), { recursive: true })
+    for (const name of [file, `${file}-wal`, `${file}-shm`]) {
+      writeFileSync(name, '')
+      chmodSync(name, 0o644)
+    }
+    const handle = openDatabase({ kind: 'sqlite', path: file, synchronous: 'NORMAL' })
+    try {
+      await sql`create table t (a integer)`.execute(handle.db)
       for (const name of [file, `${file}-wal`, `${file}-shm`]) {
         expect([name, statSync(name).mode & 0o777]).toEqual([name, 0o600])
       }

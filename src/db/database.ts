@@ -1,5 +1,5 @@
 // Opens the configured database as a Kysely instance: SQLite (embedded default) or PostgreSQL.
-import { closeSync, mkdirSync, openSync } from 'node:fs'
+import { chmodSync, closeSync, mkdirSync, openSync, statSync } from 'node:fs'
 import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
@@ -24,12 +24,27 @@ export function openDatabase(config: DatabaseConfig): DatabaseHandle {
     : openPostgres(config.url, config.pooler === 'transaction')
 }
 
+/**
+ * A database file created before files were made 0600 (or by hand) keeps its mode, and SQLite
+ * gives the WAL and shared-memory files the database's: an existing file readable by others, and
+ * its -wal and -shm, are narrowed to the service's user at start.
+ */
+function narrowToOwner(file: string): void {
+  for (const name of [file, `${file}-wal`, `${file}-shm`]) {
+    const stat = statSync(name, { throwIfNoEntry: false })
+    if (stat !== undefined && (stat.mode & 0o077) !== 0) {
+      chmodSync(name, 0o600)
+    }
+  }
+}
+
 function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandle {
   if (file !== ':memory:') {
     mkdirSync(path.dirname(file), { recursive: true })
     // Readable by the service's user only (as the secret beside it): created here with mode 0600
     // before SQLite opens it, and SQLite gives its -wal and -shm files the database file's mode.
     closeSync(openSync(file, 'a', 0o600))
+    narrowToOwner(file)
   }
   const database = new SQLite(file)
   // WAL lets readers run beside the writer. NORMAL survives process crashes (kill -9);
