@@ -1,8 +1,9 @@
 // The composition root: everything the app needs, built once from the config and passed down.
 import { randomBytes } from 'node:crypto'
 import { readFileSync, statSync, writeFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
 import path from 'node:path'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import {
   type KeyRevocations,
   localRevocations,
@@ -55,7 +56,7 @@ export function createDeps(
   const metrics = createMetrics(database)
   // Commands fail fast instead of queueing while Redis is away; the callers fail open.
   const redis = config.redisUrl
-    ? new Redis(config.redisUrl, {
+    ? new (loadRedis())(config.redisUrl, {
         lazyConnect: true,
         enableOfflineQueue: false,
         maxRetriesPerRequest: 1,
@@ -135,6 +136,16 @@ export function createDeps(
       await keyRevocations.start()
     },
   }
+}
+
+/**
+ * ioredis is loaded only when REDIS_URL is set (most single instances have no Redis): 2.2 MiB of
+ * V8 heap that a process without Redis never uses (with the lazy delivery worker of server.ts,
+ * 3 MiB less RSS for `serve --api-only`: docs/performance.md, "RSS"; test/api-only.test.ts checks
+ * it is not loaded). ioredis is CommonJS, so a synchronous require keeps createDeps synchronous.
+ */
+function loadRedis(): typeof Redis {
+  return (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis
 }
 
 /** Where LISTEN can hear every NOTIFY: past the pooler, if there is one; undefined when nowhere. */

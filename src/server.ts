@@ -16,7 +16,7 @@ import { installMetrics } from './observability/metrics.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
 import { purgeExpiredSessions } from './users/sessions.store.js'
 import { purgeExpiredDeliveries } from './webhooks/deliveries.store.js'
-import { type DeliveryWorker, startDeliveryWorker } from './webhooks/delivery-worker.js'
+import type { DeliveryWorker } from './webhooks/delivery-worker.js'
 
 export interface RunningServer {
   app: FastifyInstance
@@ -59,7 +59,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     await closeDeps(deps).catch(() => {})
     throw error
   }
-  const worker = role === 'worker' || config.webhooks.worker ? deliveryWorker(deps, app) : undefined
+  const worker = role === 'worker' || config.webhooks.worker ? await deliveryWorker(deps, app) : undefined
   if (role === 'serve') {
     // CSV imports left unfinished by a crash resume here (src/imports/import-job.ts). Imports are
     // uploaded through the web app, so an API-only process leaves them to a full `serve`.
@@ -111,7 +111,14 @@ async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
   return app
 }
 
-function deliveryWorker(deps: Deps, app: FastifyInstance): DeliveryWorker {
+/**
+ * The delivery worker is imported only by a process that runs it: its `import http from
+ * 'node:http'` (webhook-post.ts) makes Node 24 load the undici it bundles for fetch (745 KB of
+ * source, 2.3 MiB of heap), which an API-only process with WEBHOOK_WORKER=off never needs
+ * (docs/performance.md, "RSS"; test/api-only.test.ts checks which process loads it).
+ */
+async function deliveryWorker(deps: Deps, app: FastifyInstance): Promise<DeliveryWorker> {
+  const { startDeliveryWorker } = await import('./webhooks/delivery-worker.js')
   const { webhooks } = deps.config
   return startDeliveryWorker({
     db: deps.database.db,

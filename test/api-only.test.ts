@@ -65,6 +65,7 @@ describe('contacts-api serve --api-only', () => {
     DATABASE_URL: `sqlite:${path.join(dir, 'contacts.sqlite')}`,
     LOG_LEVEL: 'warn',
     WEBHOOK_WORKER: 'off',
+    REDIS_URL: '',
   }
   let apiOnly: Server
   let full: Server
@@ -72,7 +73,11 @@ describe('contacts-api serve --api-only', () => {
 
   beforeAll(async () => {
     // Together, on a new SQLite file: both migrate it at once (test/sqlite-migrate-race.test.ts).
-    ;[apiOnly, full] = await Promise.all([start(dir, env, ['serve', '--api-only']), start(dir, env, ['serve'])])
+    // The full serve runs the webhook worker, as by default: the control for the worker's modules.
+    ;[apiOnly, full] = await Promise.all([
+      start(dir, env, ['serve', '--api-only']),
+      start(dir, { ...env, WEBHOOK_WORKER: 'on' }, ['serve']),
+    ])
     const out: string[] = []
     expect(
       await runCli(['accounts', 'create', '--name', 'Acme', '--json'], env, { out: (t) => out.push(t), err: () => {} }),
@@ -137,5 +142,12 @@ describe('contacts-api serve --api-only', () => {
     expect(matching(whole, /\/node_modules\/@fastify\/swagger-ui\//).length).toBeGreaterThan(0)
     // Loaded at first use (a sign-in, an import, an export), not with the app: none happened here.
     expect(matching(whole, /\/node_modules\/(@node-rs\/argon2|csv-parse|csv-stringify)/)).toEqual([])
+    // The delivery worker (and the undici that its node:http import brings) only where it runs (src/server.ts).
+    expect(matching(lean, /\/(src|dist)\/webhooks\/delivery-worker\./)).toEqual([])
+    expect(matching(whole, /\/(src|dist)\/webhooks\/delivery-worker\./)).toHaveLength(1)
+    // Loaded only when REDIS_URL is set (src/deps.ts), and it is not here.
+    for (const modules of [lean, whole]) {
+      expect(matching(modules, /\/node_modules\/ioredis\//)).toEqual([])
+    }
   })
 })
