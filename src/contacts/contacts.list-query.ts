@@ -23,21 +23,17 @@
 // asking for the worst case at the full request rate would still take a database's core.
 import { CompiledQuery, sql } from 'kysely'
 import { PLAN_PER_CALL } from '../db/database.js'
-import { dialectOf } from '../db/dialect.js'
 import type { Db } from '../db/transaction.js'
 import { invalidParameter } from '../http/errors.js'
 import type { PageRow, ScannedRows } from '../http/pagination.js'
 import { emailKey } from '../lib/email.js'
 import { searchForm } from './contacts.js'
-import { contactsVersion, takeVersionRow, withVersionRow } from './contacts.list-version.js'
 import type { ListContactsFilters } from './contacts.schemas.js'
 
 export interface ListContactsOptions extends ListContactsFilters {
   afterId: string | undefined
   /** Rows to fetch: the page size plus one, to learn whether another page follows. */
   fetch: number
-  /** Also read the account's contacts version, in the page's own statement (contacts.list-version.ts). */
-  version?: boolean
 }
 
 /**
@@ -85,8 +81,6 @@ export const scanCost = (examined: number): number => Math.max(1, Math.floor(exa
 export interface ListedRows extends ScannedRows {
   /** Contacts read: the page's own rows, or every position a walk passed, or every match a probe chose to sort. */
   examined: number
-  /** With the `version` option: the account's contacts version as of the page's rows, undefined without events. */
-  version?: string | undefined
 }
 
 /**
@@ -159,19 +153,8 @@ export async function listContactRows(
   const key = Object.values(shape)
     .map((on) => (on ? '1' : '0'))
     .join('')
-  // On PostgreSQL the version rides in the page's statement (one round trip less). SQLite answers
-  // in-process, where the union cost more than a second statement (contacts.list-version.ts): there
-  // it is read alone, before the rows, so the tag can only be too old, never too new.
-  const folded = options.version === true && dialectOf(db) === 'postgres'
-  let version = options.version && !folded ? await contactsVersion(db, accountId) : undefined
-  const template = folded
-    ? templateFor(db, `${key}v`, () => withVersion(db, compileListTemplate(db, shape), shape.desc))
-    : templateFor(db, key, () => compileListTemplate(db, shape))
-  const result = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters(template, values)))
-  const rows = result.rows as PageRow[]
-  if (folded) {
-    version = takeVersionRow(rows as Array<{ id: string | null; body: unknown }>)
-  }
+  const template = templateFor(db, key, () => compileListTemplate(db, shape))
+  const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters(template, values)))
   // A full page ends at its last row; a short one within the window ends where the window does.
   const scannedTo = rows.length < options.fetch ? (values.scannedTo as string | undefined) : undefined
   let examined = rows.length
@@ -183,7 +166,7 @@ export async function listContactRows(
         ? Number(values.scanSkip) + 1
         : await walkedPositions(db, shape, values, rows.length >= options.fetch ? rows.at(-1) : undefined)
   }
-  return options.version ? { rows, scannedTo, examined, version } : { rows, scannedTo, examined }
+  return { rows, scannedTo, examined }
 }
 
 /**
@@ -253,14 +236,6 @@ const marker = (slot: ListSlot) => `\u0000${slot}`
 const FETCH_MARKER = -424242
 const INDEXED_MAX_MARKER = -434343
 const SCAN_SKIP_MARKER = -444444
-
-/** A page template that also returns the account's contacts version, as one more row (contacts.list-version.ts). */
-function withVersion(db: Db, template: ListTemplate, desc: boolean): ListTemplate {
-  const planPerCall = template.sql.endsWith(PLAN_PER_CALL)
-  const page = planPerCall ? template.sql.slice(0, -PLAN_PER_CALL.length).trimEnd() : template.sql
-  const text = withVersionRow(page, template.slots.length, dialectOf(db), desc)
-  return { sql: planPerCall ? `${text} ${PLAN_PER_CALL}` : text, slots: [...template.slots, 'account'] }
-}
 
 /** Records which value each parameter position of a query built with markers takes. */
 function toTemplate(compiled: { sql: string; parameters: readonly unknown[] }, planPerCall: boolean): ListTemplate {

@@ -16,28 +16,15 @@
 // The retention purge deletes events oldest first, so the newest stays while its account keeps
 // any; an account with no event (none yet, or all purged) has no version, and its pages are tagged
 // by their own bytes instead (contacts.routes.ts).
-//
-// A list page asked for without conditions (the usual request) on PostgreSQL gets its version from
-// the page's own statement, as one more row (withVersionRow; contacts.list-query.ts): one round
-// trip a page instead of two, the rows and the version from one snapshot. Measured with the builds
-// before and after serving the same 20,000-contact account at once, wrk alternating between them
-// in 3 s slots (8 each, load average 17-19 on 2 cores): 559 -> 515 us of CPU (server and backends)
-// per page, -8 %. On SQLite the same union cost more than the second statement (169 -> 186 us,
-// higher in 7 slots of 8: an in-process statement is cheap, the union's sort of the page is not),
-// so there the version is still read alone. A poller's conditional request reads the version alone
-// on both (contactsVersion), so its 304 reads no contact.
 import { CompiledQuery } from 'kysely'
-import { type Dialect, dialectOf } from '../db/dialect.js'
+import { dialectOf } from '../db/dialect.js'
 import type { Db } from '../db/transaction.js'
 
 // Both served by events_account_position_idx (account_id, tx_id, id): the last entry of the account.
-// The version as one value, null without events: SQLite's newest position; PostgreSQL's newest
-// position and the statement's snapshot (pg_current_snapshot(), the one max() reads with).
-const NEWEST: Record<Dialect, string> = {
-  sqlite: 'max(tx_id)',
-  postgres: "max(tx_id)::text || ' ' || pg_current_snapshot()::text",
-}
-const FROM_EVENTS = 'from events where account_id ='
+const SQLITE_NEWEST = 'select max(tx_id) as newest from events where account_id = ?'
+// pg_current_snapshot() is the statement's snapshot, the one max() reads with.
+const POSTGRES_NEWEST =
+  'select max(tx_id) as newest, pg_current_snapshot()::text as snapshot from events where account_id = $1'
 
 /** Transaction ids the snapshot `xmin:xmax:xip,…` saw in progress, below `newest`. */
 function openBelow(snapshot: string, newest: number): string {
@@ -51,46 +38,20 @@ function openBelow(snapshot: string, newest: number): string {
     .join(',')
 }
 
-/** The version from the raw value the statements above give, or undefined without events. */
-function versionOf(raw: unknown): string | undefined {
-  if (raw === null || raw === undefined) {
-    return undefined
-  }
-  const text = String(raw)
-  const space = text.indexOf(' ')
-  if (space < 0) {
-    return text // SQLite: the position alone
-  }
-  const newest = text.slice(0, space)
-  const open = openBelow(text.slice(space + 1), Number(newest))
-  return open === '' ? newest : `${newest}/${open}`
-}
-
 /** The account's contacts version, or undefined when it has none (no event in the feed). */
 export async function contactsVersion(db: Db, accountId: string): Promise<string | undefined> {
-  const dialect = dialectOf(db)
-  const text = `select ${NEWEST[dialect]} as newest ${FROM_EVENTS} ${dialect === 'sqlite' ? '?' : '$1'}`
-  const { rows } = await db.executeQuery<{ newest: unknown }>(CompiledQuery.raw(text, [accountId]))
-  return versionOf(rows[0]?.newest)
-}
-
-/**
- * A page's statement (columns id and body) with the account's version as one more row: id null,
- * body the version's raw value. The rows and the version come from one snapshot, in one round
- * trip. The account id is bound once more, after the page's `parameters`; the rows come out in
- * id order (`desc` or not), the version row wherever it sorts (takeVersionRow finds it).
- */
-export function withVersionRow(pageSql: string, parameters: number, dialect: Dialect, desc: boolean): string {
-  const param = dialect === 'sqlite' ? '?' : `$${parameters + 1}`
-  return `select id, body from (${pageSql}) as page union all select null, ${NEWEST[dialect]} ${FROM_EVENTS} ${param} order by id ${desc ? 'desc' : 'asc'}`
-}
-
-/** Takes the version row out of a withVersionRow statement's rows; the version, or undefined without events. */
-export function takeVersionRow(rows: Array<{ id: string | null; body: unknown }>): string | undefined {
-  const at = rows.at(-1)?.id === null ? rows.length - 1 : rows.findIndex((row) => row.id === null)
-  if (at < 0) {
-    throw new Error('list page: the statement returned no version row')
+  if (dialectOf(db) === 'sqlite') {
+    const { rows } = await db.executeQuery<{ newest: number | null }>(CompiledQuery.raw(SQLITE_NEWEST, [accountId]))
+    const newest = rows[0]?.newest
+    return newest === null || newest === undefined ? undefined : String(newest)
   }
-  const [row] = rows.splice(at, 1)
-  return versionOf(row?.body)
+  const { rows } = await db.executeQuery<{ newest: number | null; snapshot: string }>(
+    CompiledQuery.raw(POSTGRES_NEWEST, [accountId]),
+  )
+  const row = rows[0]
+  if (row === undefined || row.newest === null) {
+    return undefined
+  }
+  const open = openBelow(row.snapshot, row.newest)
+  return open === '' ? String(row.newest) : `${row.newest}/${open}`
 }

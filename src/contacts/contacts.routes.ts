@@ -150,38 +150,26 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
-      const tagOf = (version: string) =>
-        stampTag(listTagKey, `${accountId}\n${canonicalQuery(request.query)}\n${version}`)
-      let version: string | undefined
-      const page = (withVersion: boolean) =>
+      const page = () =>
         buildPage(deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, async (position) => {
-          const listed = await listContactRows(db, accountId, { ...filters, ...position, version: withVersion })
-          version = listed.version
+          const listed = await listContactRows(db, accountId, { ...filters, ...position })
           // The request's one token was taken before; a page that examined many rows pays the rest.
           await deps.rateLimiter.chargeAccount(accountId, reply, scanCost(listed.examined) - 1)
           return listed
         })
+      // The version is read before the rows: a change committed in between is in the page and
+      // makes the version newer, so the tag sent can only be too old (a 200 later), never too new.
+      const version = await contactsVersion(db, accountId)
+      const tag = version && stampTag(listTagKey, `${accountId}\n${canonicalQuery(request.query)}\n${version}`)
       const preconditions = preconditionsOf(request)
-      if (preconditions === undefined) {
-        // The usual request: the page's statement reads the version too, from the rows' own snapshot
-        // (contacts.list-version.ts), so a page is one statement.
-        const body = await page(true)
-        reply.header('etag', version === undefined ? bytesTag(body) : tagOf(version))
-        return sendPageBody(reply, body)
-      }
-      // With conditions: the version first, alone. It is read before the rows: a change committed
-      // in between is in the page and makes the version newer, so the tag sent can only be too old
-      // (a 200 later), never too new.
-      version = await contactsVersion(db, accountId)
-      const tag = version === undefined ? undefined : tagOf(version)
-      if (tag !== undefined && preconditions.ifMatch === undefined && preconditions.ifNoneMatch !== '*') {
+      if (tag !== undefined && preconditions?.ifMatch === undefined && preconditions?.ifNoneMatch !== '*') {
         // The poller's path: a 304 without reading a contact. Only a tag this query was given can
         // match, so the query was valid (its cursor too); `*` and If-Match wait for the page, as a
         // request that fails without its conditions must fail the same with them (RFC 9110 §13.2.1).
-        return answerConditionally(request, reply, tag, preconditions) ?? sendPageBody(reply, await page(false))
+        return answerConditionally(request, reply, tag, preconditions) ?? sendPageBody(reply, await page())
       }
       // No event to stamp a version with (none yet, or all purged): the tag of the page's bytes.
-      const body = await page(false)
+      const body = await page()
       return answerConditionally(request, reply, tag ?? bytesTag(body), preconditions) ?? sendPageBody(reply, body)
     },
   )
