@@ -17,7 +17,10 @@
 // the deep page is at 90%), --rounds=N, --seconds=N, --warmup=N, --connections=N, --engine=wrk|autocannon,
 // --node-flags="--flag ..." (the server's node flags, e.g. V8 heap settings to try), --no-api-only,
 // --cpu-prof (profiles under bench/results/profiles/), --keep (keep the SQLite file), --pg-free
-// (leave PostgreSQL backends unpinned). BENCH_DATABASE_URL (else TEST_DATABASE_URL, else
+// (leave PostgreSQL backends unpinned), --root=DIR (measure the build in DIR, e.g. a copy of an older
+// commit with `npm run build` done there: its dist/main.js serves, on data seeded by its own
+// bench/seed.ts, and everything else is this harness; alternate runs with and without it for an A/B).
+// BENCH_DATABASE_URL (else TEST_DATABASE_URL, else
 // postgres://postgres@127.0.0.1:5432/postgres) is where the throwaway database is created and dropped.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
@@ -26,12 +29,12 @@ import { createServer } from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import pg from 'pg'
 import { type ExplainedFilter, explainFilters, formatExplained } from './explain.js'
 import { hasWrk, type LoadResult, type LoadSpec } from './load.js'
 import { SCENARIOS, type Scenario, type ScenarioContext } from './scenarios.js'
-import { type SeedPlan, type SeedResult, seedPostgres, seedSqlite } from './seed.js'
+import type { SeedPlan, SeedResult } from './seed.js'
 import { render } from './template.js'
 import { type BenchKit, runWebhooks, WEBHOOK_PLANS, type WebhookResult } from './webhooks.js'
 
@@ -59,6 +62,8 @@ interface Options {
   engine: 'wrk' | 'autocannon'
   nodeFlags: string[]
   apiOnly: boolean
+  /** The checkout whose build is measured (dist/main.js) and whose seed (bench/seed.ts) shapes its data. */
+  root: string
 }
 
 function parseOptions(argv: string[]): Options {
@@ -85,6 +90,7 @@ function parseOptions(argv: string[]): Options {
     'engine',
     'node-flags',
     'no-api-only',
+    'root',
   ]
   for (const flag of flags.keys()) {
     if (!known.includes(flag)) {
@@ -135,6 +141,7 @@ function parseOptions(argv: string[]): Options {
     engine,
     nodeFlags: (flags.get('node-flags') ?? '').split(' ').filter((flag) => flag !== ''),
     apiOnly: !flags.has('no-api-only'),
+    root: path.resolve(flags.get('root') ?? ROOT),
     pgAdminUrl:
       process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   }
@@ -170,11 +177,12 @@ function spawnNode(
   taskset: boolean,
   env: NodeJS.ProcessEnv,
   pipes = false,
+  cwd = ROOT,
 ): ChildProcess {
   const [command, commandArgs] = taskset
     ? ['taskset', ['-c', String(core), process.execPath, ...args]]
     : [process.execPath, args]
-  return spawn(command, commandArgs, { cwd: ROOT, env, stdio: pipes ? 'pipe' : ['ignore', 'ignore', 'pipe'] })
+  return spawn(command, commandArgs, { cwd, env, stdio: pipes ? 'pipe' : ['ignore', 'ignore', 'pipe'] })
 }
 
 async function waitForHttp(url: string, child: ChildProcess, stderr: () => string): Promise<void> {
@@ -479,6 +487,14 @@ async function measureRaw(
 
 type Mode = 'serve' | 'api-only'
 
+/**
+ * The measured build's seed: its own bench/seed.ts (imported from its checkout, so its rows go
+ * through its own migrations and row builders), which its server then finds fully migrated.
+ */
+async function seedOf(root: string): Promise<typeof import('./seed.js')> {
+  return root === ROOT ? import('./seed.js') : import(pathToFileURL(path.join(root, 'bench', 'seed.ts')).href)
+}
+
 interface DbRun {
   results: ScenarioResult[]
   seedSeconds: number
@@ -491,6 +507,7 @@ async function runDb(db: Db, options: Options, taskset: boolean, cleanups: Array
   let seed: SeedResult
   let explainTarget: Parameters<typeof explainFilters>[0]
   let backends: (() => Promise<number[]>) | undefined
+  const { seedPostgres, seedSqlite } = await seedOf(options.root)
   if (db === 'sqlite') {
     const dir = path.join(RESULTS, 'data')
     mkdirSync(dir, { recursive: true })
@@ -554,8 +571,11 @@ async function runDb(db: Db, options: Options, taskset: boolean, cleanups: Array
     }
   }
   log(`  seeded in ${seed.seconds.toFixed(1)} s`)
-  const explained = await explainFilters(explainTarget, seed.big.accountId, seed.deepId)
-  log(formatExplained(db === 'sqlite' ? 'SQLite' : 'PostgreSQL', explained))
+  // This tree's list query on another build's data could fail or mislead: EXPLAIN only our own build.
+  const explained = options.root === ROOT ? await explainFilters(explainTarget, seed.big.accountId, seed.deepId) : []
+  if (explained.length > 0) {
+    log(formatExplained(db === 'sqlite' ? 'SQLite' : 'PostgreSQL', explained))
+  }
 
   /** `serve` as deployed, or `serve --api-only` with WEBHOOK_WORKER=off (the lean API process). */
   const startMode = async (mode: Mode) => {
@@ -578,7 +598,7 @@ async function runDb(db: Db, options: Options, taskset: boolean, cleanups: Array
       NODE_ENV: 'production',
       ...(mode === 'api-only' ? { WEBHOOK_WORKER: 'off' } : {}),
     }
-    const server = spawnNode(nodeArgs, SERVER_CORE, taskset, env)
+    const server = spawnNode(nodeArgs, SERVER_CORE, taskset, env, false, options.root)
     let serverErr = ''
     server.stderr?.on('data', (chunk) => {
       serverErr = (serverErr + chunk).slice(-4000)
@@ -596,6 +616,10 @@ async function runDb(db: Db, options: Options, taskset: boolean, cleanups: Array
   const ctx: ScenarioContext = { seed, secret, base, headers: { authorization: `Bearer ${seed.big.key}` } }
   const requests = new Map<string, Request>()
   for (const scenario of SCENARIOS) {
+    // Another build (--root) may predate what some scenarios exercise: it is probed on the chosen ones only.
+    if (options.root !== ROOT && !chosen.includes(scenario)) {
+      continue
+    }
     const request: Request = {
       method: scenario.method,
       path: typeof scenario.path === 'function' ? scenario.path(ctx) : scenario.path,
@@ -842,8 +866,13 @@ function markdown(rows: string[][], firstNumeric: number): string {
 
 async function main(): Promise<number> {
   const options = parseOptions(process.argv.slice(2))
-  if (!existsSync(path.join(ROOT, 'dist', 'main.js'))) {
-    throw new Error('dist/main.js is missing: run `npm run build` first (npm run bench does)')
+  if (!existsSync(path.join(options.root, 'dist', 'main.js'))) {
+    throw new Error(
+      `${path.join(options.root, 'dist', 'main.js')} is missing: run \`npm run build\` there first (npm run bench does)`,
+    )
+  }
+  if (options.root !== ROOT) {
+    log(`measuring the build in ${options.root} (its dist/main.js, data from its bench/seed.ts)`)
   }
   const taskset = hasTaskset()
   const loadBefore = os.loadavg()
