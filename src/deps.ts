@@ -27,6 +27,9 @@ import type { WebhookActionsDeps } from './webhooks/endpoint-lifecycle.js'
 import { webhookSecretKey } from './webhooks/secrets.js'
 import { defaultResolver, type Resolver } from './webhooks/webhook-url.js'
 
+/** A start that failed for a reason the operator can fix, stated in one line that names the setting. */
+export class StartError extends Error {}
+
 export interface Deps {
   readonly config: Config
   readonly database: DatabaseHandle
@@ -130,10 +133,21 @@ export function createDeps(
           await redis.ping()
         } catch (error) {
           redis.disconnect()
-          throw new Error(`REDIS_URL is set but Redis is unreachable (${config.redisUrl}): ${(error as Error).message}`)
+          throw new StartError(
+            `REDIS_URL is set but Redis is unreachable (${config.redisUrl}): ${(error as Error).message}`,
+          )
         }
       }
-      await keyRevocations.start()
+      try {
+        await keyRevocations.start()
+      } catch (error) {
+        // The LISTEN connection: DATABASE_DIRECT_URL when set (the first connection made there).
+        const setting =
+          config.database.kind === 'postgres' && config.database.directUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL'
+        throw new StartError(
+          `${setting}: cannot LISTEN for key revocations there: ${error instanceof Error ? error.message : String(error)}`,
+        )
+      }
     },
   }
 }

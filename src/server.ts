@@ -79,7 +79,16 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)
   purgeTimer.unref()
-  const hasAccounts = await hasAnyAccount(deps.database.db)
+  let hasAccounts: boolean
+  try {
+    hasAccounts = await hasAnyAccount(deps.database.db)
+  } catch (error) {
+    // Already listening: stop, or the process would keep serving after the CLI said it could not start.
+    clearInterval(purgeTimer)
+    await Promise.all([app.close(), worker?.stop(), deps.imports.stop()]).catch(() => {})
+    await closeDeps(deps).catch(() => {})
+    throw error
+  }
 
   let closing: Promise<void> | undefined
   const close = () => {

@@ -46,14 +46,32 @@ export const NON_TENANT_TABLES: Record<string, { placement: Placement; reason: s
 }
 
 /**
+ * Tables the move to Citus creates (docs/scale-out.md, "The schema changes"): absent from the
+ * schema before it, placed by the distribution script after it. Both carry `account_id` as a
+ * column, not as their distribution column: they are looked up by a digest before any account is
+ * known.
+ */
+export const CITUS_MIGRATION_TABLES: Record<string, { placement: Placement; reason: string }> = {
+  api_key_digests: {
+    placement: { kind: 'reference' },
+    reason: "the key-digest lookup that finds a request's account",
+  },
+  invitation_digests: {
+    placement: { kind: 'reference' },
+    reason: "the invitation link's token digest, resolved before any account is known",
+  },
+}
+
+/**
  * Unique indexes on a tenant table that do not lead with `account_id`: Citus refuses any of them
- * on a distributed table, so each names what replaces it there.
+ * on a distributed table, so each names the reference table that replaces it there (the
+ * distribution script drops the index after filling that table).
  */
 export const UNIQUE_WITHOUT_TENANT: Record<string, string> = {
   api_keys_key_hash_key:
     'the key-digest lookup finds the account of a request (DESIGN §4); on Citus it moves to the reference table api_key_digests (docs/scale-out.md)',
   invitations_token_hash_key:
-    'an invitation link carries only its token, so the link is resolved by digest across accounts; on Citus it moves to a reference table of digests like api_key_digests, or the link names its account (docs/scale-out.md)',
+    'an invitation link carries only its token, so the link is resolved by digest across accounts; on Citus it moves to the reference table invitation_digests (docs/scale-out.md)',
 }
 
 export const TENANT_COLUMN = 'account_id'
@@ -142,6 +160,10 @@ export async function readCatalog(database: DatabaseHandle): Promise<Catalog> {
 
 /** Where a table goes on Citus: by the plan above, or by its `account_id`; undefined if unplanned. */
 export function placementOf(table: CatalogTable): Placement | undefined {
+  const added = CITUS_MIGRATION_TABLES[table.name]
+  if (added) {
+    return added.placement
+  }
   if (table.hasAccountId) {
     return { kind: 'distributed', column: TENANT_COLUMN }
   }

@@ -303,7 +303,7 @@ async function apiSession(t: TestHarness, acme: TestAccount, hookUrl: string, se
 /** Signs up, then walks every page the app links to from its own pages, and posts its main forms. */
 async function webSession(t: TestHarness): Promise<void> {
   const { client, accountId } = await signUp(t.app, 'owner@example.com')
-  await signUp(t.app, 'member@example.com', 'Member Co')
+  const member = await signUp(t.app, 'member@example.com', 'Member Co')
   const app = `/app/${accountId}`
   const posts: Array<[string, string, Record<string, string>]> = [
     [`${app}/contacts/new`, `${app}/contacts`, { email: 'web@example.com', first_name: 'Web', tags: 'a, b' }],
@@ -312,11 +312,22 @@ async function webSession(t: TestHarness): Promise<void> {
     [`${app}/settings/members`, `${app}/settings/members`, { email: 'member@example.com', role: 'member' }],
     [`/app/accounts/new`, `/app/accounts`, { name: 'Second' }],
   ]
+  let invitationLink: string | undefined
   for (const [page, url, fields] of posts) {
     await client.get(page)
     const res = await client.post(url, fields)
     expect(res.statusCode, `${url}: ${res.body.slice(0, 300)}`).toBeLessThan(400)
+    if (url === `${app}/settings/members`) {
+      // The invitation's link is shown once, on the page the form redirects to.
+      const shown = await client.get(String(res.headers.location))
+      invitationLink = /id="invitation-link" type="text" readonly value="([^"]+)"/.exec(shown.body)?.[1]
+    }
   }
+  // The invited person opens the link (found by its token's digest alone) and accepts it.
+  expect(invitationLink).toBeDefined()
+  const invitationPath = new URL(invitationLink as string).pathname
+  expect((await member.client.get(invitationPath)).statusCode).toBe(200)
+  expect((await member.client.post(`${invitationPath}/accept`, {})).statusCode).toBe(303)
   // A crawl of same-site links (GET only: every destructive action is a POST behind a confirmation page).
   const queue = ['/app', `${app}/contacts`, `${app}/contacts?q=web`, `${app}/settings/api`]
   const visited = new Set<string>()

@@ -127,6 +127,17 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
     matches: text(/^select count\(\*\) as count from memberships where user_id = \$1 and role = \$2$/),
   },
   {
+    name: 'invitation link lookup',
+    source: 'findPendingInvitation (src/invitations/invitations.store.ts): opening and accepting an invitation link',
+    reason: 'the link carries only its token: the invitation and its account are found by the digest',
+    onCitus:
+      'a router query on the reference table invitation_digests (token_hash → account_id, invitation_id), then the invitation and account rows by account_id (docs/scale-out.md)',
+    dialects: both,
+    matches: text(
+      / from invitations inner join accounts on accounts\.id = invitations\.account_id where invitations\.token_hash = \$1$/,
+    ),
+  },
+  {
     name: 'invitations sent from one address',
     source:
       'the invitation throttle (src/invitations/invitations.store.ts): 20 an hour per client address across accounts',

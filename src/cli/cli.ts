@@ -6,8 +6,9 @@ import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKeyById, keyState, listApiKeys } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, type KeyLifecycleDeps, revokeKey } from '../api-keys/key-lifecycle.js'
 import { type Config, ConfigError, loadConfig } from '../config.js'
+import { POOLER_HINT } from '../db/database.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
-import { closeDeps, createDeps, type Deps } from '../deps.js'
+import { closeDeps, createDeps, type Deps, StartError } from '../deps.js'
 import { startServer } from '../server.js'
 
 export class UsageError extends Error {}
@@ -74,13 +75,19 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
   }
 
   if (command === 'worker') {
-    const server = await startServer(config, 'worker')
+    const server = await startOrSay(config, 'worker', io)
+    if (!server) {
+      return 1
+    }
     io.err(`Contacts API webhook worker running (health and metrics on ${server.address})`)
     return 0
   }
   if (command === 'serve' || command === 'serve-api-only') {
     const apiOnly = command === 'serve-api-only'
-    const server = await startServer(config, apiOnly ? 'api-only' : 'serve')
+    const server = await startOrSay(config, apiOnly ? 'api-only' : 'serve', io)
+    if (!server) {
+      return 1
+    }
     io.err(
       apiOnly
         ? `Contacts API listening on ${server.address} (Node ${process.versions.node}; API only, at ${server.address}/api/v1; no web app, no /docs)`
@@ -102,6 +109,23 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
     return error instanceof UsageError ? 2 : 1
   } finally {
     await closeDeps(deps)
+  }
+}
+
+/**
+ * Starts the server; a failure the operator can fix (a setting that names an unreachable service,
+ * a transaction pooler without DATABASE_POOLER=transaction) is one line on stderr, not a stack.
+ * Anything else is thrown on (main.ts prints its stack).
+ */
+async function startOrSay(config: Config, role: 'serve' | 'api-only' | 'worker', io: CliIo) {
+  try {
+    return await startServer(config, role)
+  } catch (error) {
+    if (error instanceof StartError || (error instanceof Error && error.message.includes(POOLER_HINT))) {
+      io.err(`contacts-api: cannot start: ${error.message}`)
+      return undefined
+    }
+    throw error
   }
 }
 

@@ -162,12 +162,39 @@ function withNamedStatements(client: pg.PoolClient): void {
         names.set(text, name)
       }
       if (name !== undefined) {
-        return query({ name, text, values })
+        return (query({ name, text, values }) as Promise<unknown>).catch((error: unknown) => {
+          throw withPoolerHint(error)
+        })
       }
     }
     return query(text, values, callback)
   }
   client.query = named as typeof client.query
+}
+
+/** What to do when a named statement meets a transaction pooler; in the message of the error it explains. */
+export const POOLER_HINT =
+  'DATABASE_URL looks like a transaction-mode connection pooler (PgBouncer pool_mode=transaction, a hosted pooler): set DATABASE_POOLER=transaction (README, "Behind a connection pooler")'
+
+/**
+ * A named statement refused as `duplicate_prepared_statement` (42P05: another client's statement
+ * of that name is on the server connection) or `invalid_sql_statement_name` (26000: the one this
+ * connection prepared is not there) means the server connection changed under the client: a
+ * transaction pooler in front without DATABASE_POOLER=transaction. The error gets the fix in its
+ * message, so every place that prints or logs it (the CLI at start, a request's 500 in the log,
+ * /readyz's warning) names the setting; its `code` is kept.
+ */
+export function withPoolerHint(error: unknown): unknown {
+  if (
+    error instanceof Error &&
+    'code' in error &&
+    (error.code === '42P05' || error.code === '26000') &&
+    error.message.includes('"contacts_api_') &&
+    !error.message.includes(POOLER_HINT)
+  ) {
+    error.message = `${error.message}: ${POOLER_HINT}`
+  }
+  return error
 }
 
 /** Builds the handle around any Kysely instance (tests use it for PGlite). */
