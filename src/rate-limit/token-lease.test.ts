@@ -5,6 +5,8 @@
 import { randomBytes } from 'node:crypto'
 import { Redis } from 'ioredis'
 import { afterAll, describe, expect, it } from 'vitest'
+import { createTestHarness } from '../../test/harness.js'
+import { expectProblem } from '../../test/helpers.js'
 import {
   type BucketPolicy,
   type RedisBucketStore,
@@ -155,5 +157,44 @@ describe('leased tokens on Redis', () => {
       await buckets.take('no-lease', slow(1000))
     }
     expect(leased.trips()).toBe(5)
+  })
+})
+
+describe('leased tokens over HTTP (REDIS_URL, RATE_LIMIT_LEASE 10)', () => {
+  it('spends the burst with RateLimit counting down by one per request, then 429 with Retry-After as without leases', async () => {
+    const t = await createTestHarness({
+      dialect: 'sqlite',
+      env: { REDIS_URL: redisUrl, RATE_LIMIT_PER_SECOND: '1', RATE_LIMIT_BURST: '40', RATE_LIMIT_LEASE: '10' },
+    })
+    try {
+      await t.deps.start()
+      const acme = await t.createAccount()
+      const remaining: number[] = []
+      let limited: Awaited<ReturnType<typeof t.inject>> | undefined
+      for (let i = 0; i < 50 && !limited; i++) {
+        const res = await t.inject(acme, { method: 'GET', url: '/api/v1/me' })
+        if (res.statusCode === 429) {
+          limited = res
+        } else {
+          expect(res.headers['ratelimit-policy']).toBe('"account";q=40;w=40')
+          remaining.push(Number(/r=(\d+)/.exec(String(res.headers.ratelimit))?.[1]))
+        }
+      }
+      // 40, and one more per second the requests took (1 a second comes back).
+      expect(remaining.length).toBeGreaterThanOrEqual(40)
+      expect(remaining.length).toBeLessThanOrEqual(42)
+      expect(remaining[0]).toBe(39)
+      expect(remaining.at(-1)).toBe(0)
+      // Down by one per request, give or take a token refilled meanwhile.
+      for (let i = 1; i < remaining.length; i++) {
+        expect((remaining[i - 1] as number) - (remaining[i] as number)).toBeGreaterThanOrEqual(0)
+        expect((remaining[i - 1] as number) - (remaining[i] as number)).toBeLessThanOrEqual(1)
+      }
+      expectProblem(limited as NonNullable<typeof limited>, 429, 'rate_limited')
+      expect(limited?.headers['retry-after']).toBe('1')
+      expect(limited?.headers.ratelimit).toBe('"account";r=0;t=1')
+    } finally {
+      await t.close()
+    }
   })
 })
