@@ -26,8 +26,14 @@
 // BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/two_instances_bench) is dropped,
 // created, seeded and dropped again. Redis: a private `redis-server` on a free port (it must be on
 // PATH), or BENCH_REDIS_URL (then other clients' commands pollute the counts; the output says so).
-// No pinning: the figures are CPU time per request, which contention disturbs much less than req/s.
-import { type ChildProcess, spawn } from 'node:child_process'
+// `--lease=N` sets RATE_LIMIT_LEASE on the instances with REDIS_URL (default 10; 1 = one Redis round
+// trip per request, the setup before leases); step 3 also runs E (REDIS_URL, RATE_LIMIT_LEASE=1)
+// interleaved with A, so leased and unleased checks are compared in the same minutes.
+// `--pin` pins A to CPU 0 and B to CPU 1 (all threads; PostgreSQL, Redis and the generators float):
+// two instances then never take turns on one core, but A alone also loses the second core, so the
+// figures answer "per core" rather than "per process". Without it nothing is pinned: the figures are
+// CPU time per request, which contention disturbs much less than req/s.
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
@@ -80,8 +86,8 @@ const CONNECTIONS = 16
 function parseOptions(argv: string[]) {
   const flags = new Map(argv.map((arg) => [arg.replace(/^--/, '').split('=')[0] ?? '', arg.split('=')[1] ?? '']))
   for (const flag of flags.keys()) {
-    if (!['contacts', 'seconds', 'rounds', 'kinds'].includes(flag)) {
-      throw new Error(`unknown option --${flag} (known: --contacts --seconds --rounds --kinds)`)
+    if (!['contacts', 'seconds', 'rounds', 'kinds', 'lease', 'pin'].includes(flag)) {
+      throw new Error(`unknown option --${flag} (known: --contacts --seconds --rounds --kinds --lease --pin)`)
     }
   }
   const number = (name: string, fallback: number, max: number) => {
@@ -100,6 +106,10 @@ function parseOptions(argv: string[]) {
     seconds: number('seconds', 5, 20),
     rounds: number('rounds', 3, 20),
     kinds,
+    /** RATE_LIMIT_LEASE of the instances with REDIS_URL (1: a round trip per request, as before leases). */
+    lease: number('lease', 10, 1000),
+    /** Pin A to CPU 0 and B to CPU 1 (every thread, taskset -a), so the two never share a core. */
+    pin: flags.has('pin'),
   }
 }
 type Options = ReturnType<typeof parseOptions>
@@ -571,15 +581,28 @@ async function main(): Promise<void> {
       servers.push(server)
       return { name, server }
     }
-    const redisEnv = { REDIS_URL: redis.url }
-    const [a, b, c, d] = await Promise.all([
+    const redisEnv = { REDIS_URL: redis.url, RATE_LIMIT_LEASE: String(options.lease) }
+    const [a, b, c, d, e] = await Promise.all([
       start('A', { ...redisEnv, ...unlimited }),
       start('B', { ...redisEnv, ...unlimited }),
       start('C', unlimited),
       start('D', { RATE_LIMIT_PER_SECOND: '0' }),
+      start('E', { ...redisEnv, ...unlimited, RATE_LIMIT_LEASE: '1' }),
     ])
-    if (!a || !b || !c || !d) {
+    if (!a || !b || !c || !d || !e) {
       throw new Error('an instance did not start')
+    }
+    if (options.pin) {
+      for (const [instance, cpu] of [
+        [a, 0],
+        [b, 1],
+      ] as const) {
+        const pinned = spawnSync('taskset', ['-a', '-pc', String(cpu), String(instance.server.child.pid)])
+        if (pinned.status !== 0) {
+          throw new Error(`taskset failed: ${pinned.stderr}`)
+        }
+      }
+      log('  pinned: A to CPU 0, B to CPU 1 (all threads)')
     }
     const ctx: Context = {
       options,
@@ -607,17 +630,20 @@ async function main(): Promise<void> {
       )
     }
 
-    log('\n2. The rate-limit check: A (REDIS_URL) against C (in memory) and D (off), interleaved')
+    log(
+      `\n2. The rate-limit check: A (REDIS_URL, lease ${options.lease}) against E (REDIS_URL, lease 1), C (in memory) and D (off), interleaved`,
+    )
     const overhead: Record<string, Record<string, Summary>> = {}
     for (const kind of options.kinds.filter((k) => k === 'me' || k === 'list')) {
       overhead[kind] = await interleaved(ctx, kind, [
         { name: 'redis', instances: [a] },
+        { name: 'redis-exact', instances: [e] },
         { name: 'memory', instances: [c] },
         { name: 'off', instances: [d] },
       ])
-      const o = overhead[kind] as Record<'redis' | 'memory' | 'off', Summary>
+      const o = overhead[kind] as Record<'redis' | 'redis-exact' | 'memory' | 'off', Summary>
       log(
-        `  ${kind.padEnd(7)} CPU µs/req redis ${f0(o.redis.cpuUsPerRequest)}, memory ${f0(o.memory.cpuUsPerRequest)}, off ${f0(o.off.cpuUsPerRequest)}; p50 ms ${f2(o.redis.p50)} / ${f2(o.memory.p50)} / ${f2(o.off.p50)}; p99 ms ${f2(o.redis.p99)} / ${f2(o.memory.p99)} / ${f2(o.off.p99)}`,
+        `  ${kind.padEnd(7)} CPU µs/req redis ${f0(o.redis.cpuUsPerRequest)}, redis lease 1 ${f0(o['redis-exact'].cpuUsPerRequest)} (${calls(o['redis-exact'].redisCallsPerRequest)}), memory ${f0(o.memory.cpuUsPerRequest)}, off ${f0(o.off.cpuUsPerRequest)}; p50 ms ${f2(o.redis.p50)} / ${f2(o.memory.p50)} / ${f2(o.off.p50)}; p99 ms ${f2(o.redis.p99)} / ${f2(o.memory.p99)} / ${f2(o.off.p99)}`,
       )
     }
 
@@ -727,7 +753,7 @@ function printReport(report: Report, options: Options): void {
   for (const [kind, setups] of Object.entries(report.overhead)) {
     for (const [name, s] of Object.entries(setups)) {
       lines.push(
-        `| ${KINDS[kind as Kind].title} | ${name === 'redis' ? 'Redis' : name === 'memory' ? 'in memory' : 'off'} | ${f0(s.cpuUsPerRequest)} | ${f2(s.redisUsPerRequest)} (${f2(s.redisScriptUsPerRequest)}) | ${calls(s.redisCallsPerRequest)} | ${f2(s.p50)} | ${f2(s.p99)} |`,
+        `| ${KINDS[kind as Kind].title} | ${name === 'redis' ? `Redis, lease ${options.lease}` : name === 'redis-exact' ? 'Redis, lease 1' : name === 'memory' ? 'in memory' : 'off'} | ${f0(s.cpuUsPerRequest)} | ${f2(s.redisUsPerRequest)} (${f2(s.redisScriptUsPerRequest)}) | ${calls(s.redisCallsPerRequest)} | ${f2(s.p50)} | ${f2(s.p99)} |`,
       )
     }
   }

@@ -25,7 +25,7 @@ describe('loadConfig', () => {
       apiUrl: 'http://127.0.0.1:3000',
       appUrl: 'http://127.0.0.1:3000',
       keyPrefix: 'service',
-      rateLimit: { perSecond: 100, burst: 200, authFailuresPerMinute: 20 },
+      rateLimit: { perSecond: 100, burst: 200, authFailuresPerMinute: 20, lease: 10 },
       trustProxy: false,
       webhooks: {
         worker: true,

@@ -30,7 +30,13 @@ export interface Config {
   readonly keyPrefix: string
   readonly redisUrl: string | undefined
   readonly logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent'
-  readonly rateLimit: { readonly perSecond: number; readonly burst: number; readonly authFailuresPerMinute: number }
+  readonly rateLimit: {
+    readonly perSecond: number
+    readonly burst: number
+    readonly authFailuresPerMinute: number
+    /** With REDIS_URL: tokens one round trip to Redis may lease for later requests (1: none). */
+    readonly lease: number
+  }
   /**
    * Which proxies' X-Forwarded-For to believe for the client address (per-IP limits, audit log):
    * none (false), the nearest n hops, or these addresses / CIDR ranges.
@@ -163,6 +169,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     perSecond: integer('RATE_LIMIT_PER_SECOND', 100, 0, RATE_LIMIT_MAX),
     burst: integer('RATE_LIMIT_BURST', 200, 0, RATE_LIMIT_MAX),
     authFailuresPerMinute: integer('AUTH_FAILURES_PER_MINUTE', 20, 0, RATE_LIMIT_MAX),
+    // Each instance may serve up to lease − 1 requests beyond the shared budget (token-lease.ts).
+    lease: integer('RATE_LIMIT_LEASE', 10, 1, 1000),
   }
 
   const trustProxy = parseTrustProxy(env.TRUST_PROXY, problems)

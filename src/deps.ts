@@ -22,7 +22,8 @@ import { createImportRunner, type ImportRunner } from './imports/import-runner.j
 import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
-import { memoryBuckets, redisBuckets } from './rate-limit/token-bucket.js'
+import { memoryBuckets, redisBucketStore, redisBuckets } from './rate-limit/token-bucket.js'
+import { leasedBuckets } from './rate-limit/token-lease.js'
 import type { WebhookActionsDeps } from './webhooks/endpoint-lifecycle.js'
 import { webhookSecretKey } from './webhooks/secrets.js'
 import { defaultResolver, type Resolver } from './webhooks/webhook-url.js'
@@ -86,7 +87,11 @@ export function createDeps(
   onRevoked = (keyHash) => keyVerifier.invalidate(keyHash)
 
   const rateLimiter = createRateLimiter(
-    redis ? redisBuckets(redis) : memoryBuckets(() => clock.now().getTime()),
+    !redis
+      ? memoryBuckets(() => clock.now().getTime())
+      : config.rateLimit.lease > 1
+        ? leasedBuckets(redisBucketStore(redis), { leaseMax: config.rateLimit.lease })
+        : redisBuckets(redis),
     { rate: config.rateLimit.perSecond, burst: config.rateLimit.burst },
     config.rateLimit.authFailuresPerMinute,
     () => metrics.rateLimitStoreErrors.inc(),
