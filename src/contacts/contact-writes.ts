@@ -7,7 +7,7 @@
 //
 // PostgreSQL: each write is one statement, a data-modifying CTE. Every statement is a round trip,
 // and the transaction holds its pooled connection and its row locks (the contact, the count's
-// shard) across all of them: a create was BEGIN, six statements and COMMIT, eight round trips; now
+// shard: one per transaction, contact-count.ts) across all of them: a create was BEGIN, six statements and COMMIT, eight round trips; now
 // BEGIN, one, COMMIT (the quota check reads the count the statement returns); an update four
 // instead of five to nine, a delete three instead of five. The sub-statements see one snapshot and
 // fire foreign-key checks at the statement's end, so the tag and term rows of a new contact can
@@ -155,7 +155,7 @@ export async function writeNewContact(trx: Trx, accountId: string, rows: Contact
     createdAt: contact.created_at,
     updatedAt: contact.updated_at,
     body: contact.body,
-    shard: countShard(),
+    shard: countShard(trx),
   }
   const tags = rows.tags.map((row) => row.tag)
   const terms = rows.terms.map((row) => row.term)
@@ -237,7 +237,7 @@ export async function writeDeletedContact(
   now: string,
 ): Promise<string | undefined> {
   const event = eventEnvelope('contact.deleted', now)
-  const shard = countShard()
+  const shard = countShard(trx)
   if (dialectOf(trx) === 'postgres') {
     const { rows } = await trx.executeQuery<{ body: string }>(
       bind(POSTGRES_DELETE, {

@@ -54,8 +54,11 @@ export const contactsBatchRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
       const accountId = authOf(request).account.id
       const operations = checkOperations(request.body.operations)
       const options = { accountId, maxContacts: deps.config.maxContactsPerAccount, now: deps.clock.now().toISOString() }
+      let attempt = 0
       const answer = await retryOnConflict(db, async (trx) => {
-        const results = await runBatch(trx, options, operations)
+        // Run again after a conflict: one at a time with the account's other batches run again.
+        attempt++
+        const results = await runBatch(trx, { ...options, serialized: attempt > 1 }, operations)
         const answer = { status: 200, body: batchResponseBody(results, String(request.id)), location: null }
         await answerWithWrite(request)?.(trx, answer)
         return answer

@@ -4,7 +4,14 @@
 import { CompiledQuery, type Kysely } from 'kysely'
 import { dialectOf, isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
-import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
+import {
+  conflictPause,
+  type Db,
+  inTransaction,
+  isTransactionConflict,
+  type OnCommit,
+  type Trx,
+} from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
@@ -183,11 +190,17 @@ export async function orContactExists<T>(
 }
 
 const CONFLICT_ATTEMPTS = 3
+/** A deadlock or serialization failure (db/transaction.ts): attempts in all before the 503. */
+const DEADLOCK_ATTEMPTS = 5
 
 /**
  * Runs `work` in a transaction, and again in a new one when a unique violation rolled it back: a
  * concurrent request created one of its emails between the lookup and the insert, and the next
- * attempt's lookup finds that contact. After three attempts: 503 with Retry-After.
+ * attempt's lookup finds that contact. After three attempts: 503 with Retry-After. A deadlock or a
+ * serialization failure on PostgreSQL (40P01, 40001) is run again too, after a short random pause,
+ * up to five attempts in all, then the same 503: a client never sees a deadlock as a 500. `work`
+ * must be safe to run again: only its database writes (rolled back) and after-commit effects
+ * (dropped with them, inTransaction) may outlive an attempt.
  */
 export async function retryOnConflict<T>(
   db: Kysely<Database>,
@@ -198,11 +211,15 @@ export async function retryOnConflict<T>(
     try {
       return await inTransaction(db, work)
     } catch (error) {
-      if (!isUniqueViolation(error)) {
+      const conflict = isTransactionConflict(error)
+      if (!conflict && !isUniqueViolation(error)) {
         throw error
       }
-      if (attempt >= CONFLICT_ATTEMPTS) {
+      if (attempt >= (conflict ? DEADLOCK_ATTEMPTS : CONFLICT_ATTEMPTS)) {
         throw new AppError('service_unavailable', busy, { headers: { 'retry-after': '1' } })
+      }
+      if (conflict) {
+        await conflictPause(attempt)
       }
     }
   }

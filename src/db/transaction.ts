@@ -2,6 +2,7 @@
 // `onCommit`). A route opens the transaction, composes store calls in it (the store functions
 // take the transaction as their `db`), and registers what must happen only once the data is
 // durable: pushing a key revocation to other instances, waking a delivery worker.
+import { setTimeout as sleep } from 'node:timers/promises'
 import type { Kysely, Transaction } from 'kysely'
 import type { Database } from './schema.js'
 
@@ -47,3 +48,23 @@ async function runEffects(effects: AfterCommit[]): Promise<void> {
     throw failure.error
   }
 }
+
+/**
+ * PostgreSQL rolled the transaction back to break a lock cycle (40P01 deadlock_detected) or a
+ * serialization conflict (40001): nothing of it was written, and the same work run again in a new
+ * transaction can succeed (the other side of the cycle has gone on). pg and PGlite carry the SQLSTATE
+ * in `code`; SQLite runs one write transaction at a time and never reports either.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  if (typeof error !== 'object' || error === null || !('code' in error)) {
+    return false
+  }
+  const code = (error as { code: unknown }).code
+  return code === '40P01' || code === '40001'
+}
+
+/**
+ * A pause before running a conflicted transaction again: 5–25 ms times the attempt, at random, so
+ * the transactions that met do not start again in step and meet again.
+ */
+export const conflictPause = (attempt: number): Promise<void> => sleep(Math.round((5 + Math.random() * 20) * attempt))
