@@ -3,15 +3,18 @@
 // idle and under each abuse, and the server's longest event-loop block in each phase (prom-client's
 // nodejs_eventloop_lag_max_seconds: perf_hooks monitorEventLoopDelay, reset at every scrape).
 //
-//   node --import tsx bench/import-neighbour.ts [--root DIR] [--imports 3] [--exports 3] [--database-url URL]
+//   node --import tsx bench/import-neighbour.ts [--root DIR] [--built] [--imports 3] [--exports 3] [--database-url URL]
 //
+// --built runs the server as `npm start` does (DIR/dist/main.js: run `npm run build` there first)
+// instead of src/main.ts through tsx.
 // --root runs the server of another checkout (e.g. /work/main, to measure before a change); the
 // script handles both answers to an upload: the synchronous import (200) and the job (303).
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { Worker } from 'node:worker_threads'
 import { freePort } from '../test/processes.js'
 import { httpWebClient } from '../test/web-client.js'
 
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '10000' },
     'idle-seconds': { type: 'string', default: '5' },
     'database-url': { type: 'string' },
+    built: { type: 'boolean', default: false },
     /** Node flags for the server, space-separated (e.g. "--trace-gc" or "--cpu-prof --cpu-prof-dir=DIR"). */
     'server-flags': { type: 'string', default: '' },
   },
@@ -44,7 +48,8 @@ const env = {
 }
 
 function cli(argv: string[], flags: string[] = []): ChildProcess {
-  return spawn(process.execPath, [...flags, '--import', 'tsx', 'src/main.ts', ...argv], {
+  const main = args.built ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
+  return spawn(process.execPath, [...flags, ...main, ...argv], {
     cwd: root,
     env,
     stdio: 'pipe',
@@ -124,22 +129,48 @@ async function loopLag(): Promise<{ maxMs: number }> {
   return { maxMs: Number(max) * 1000 }
 }
 
-/** B's sequential list reads (one every 5 ms at most) until `done` settles; latencies in ms. */
-async function measureB(done: Promise<unknown>): Promise<number[]> {
-  const samples: number[] = []
-  let over = false
-  done.finally(() => {
-    over = true
-  })
+/**
+ * Tenant B's client, on a thread of its own: one list read at a time, a 5 ms pause between reads,
+ * until told to stop; then it posts every latency (ms). Run on this script's event loop, B's
+ * timings also counted A's client work here (building each 4 MB file, reading 12 MB exports).
+ */
+const B_CLIENT = `
+const { parentPort, workerData } = require('node:worker_threads')
+let over = false
+parentPort.once('message', () => { over = true })
+;(async () => {
+  const samples = []
   while (!over) {
     const started = performance.now()
-    const res = await fetch(`${base}/api/v1/contacts?limit=50`, { headers: authB })
+    const res = await fetch(workerData.url, { headers: { authorization: workerData.authorization } })
     await res.arrayBuffer()
     samples.push(performance.now() - started)
     if (res.status !== 200) {
-      throw new Error(`B got ${res.status}`)
+      parentPort.postMessage({ error: 'B got ' + res.status })
+      return
     }
     await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  parentPort.postMessage({ samples })
+})()
+`
+
+/** B's sequential list reads until `done` settles; latencies in ms. */
+async function measureB(done: Promise<unknown>): Promise<number[]> {
+  const client = new Worker(B_CLIENT, {
+    eval: true,
+    workerData: { url: `${base}/api/v1/contacts?limit=50`, authorization: authB.authorization },
+  })
+  const answer = new Promise<{ samples?: number[]; error?: string }>((resolve, reject) => {
+    client.once('message', resolve)
+    client.once('error', reject)
+  })
+  await Promise.race([done.catch(() => {}), answer])
+  client.postMessage('stop')
+  const { samples, error } = await answer
+  await client.terminate()
+  if (error || !samples) {
+    throw new Error(error ?? 'no samples')
   }
   return samples
 }
@@ -148,14 +179,14 @@ const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
 function summary(name: string, samples: number[], lag: { maxMs: number }, extra = '') {
   const sorted = [...samples].sort((x, y) => x - y)
-  const line = `${name.padEnd(24)} B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms ${extra}`
+  const line = `${name.padEnd(24)} B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms  load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} ${extra}`
   console.log(line)
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 console.log(
-  `server: ${root} (${env.DATABASE_URL.startsWith('sqlite') ? 'SQLite' : 'PostgreSQL'}), ${rows} rows per import`,
+  `server: ${root}${args.built ? ' (dist)' : ''} (${env.DATABASE_URL.startsWith('sqlite') ? 'SQLite' : 'PostgreSQL'}), ${rows} rows per import, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
 )
 await loopLag()
 summary('idle', await measureB(sleep(Number(args['idle-seconds']) * 1000)), await loopLag())
