@@ -123,6 +123,19 @@ function csvFile(round: number): string {
   return lines.join('\n')
 }
 
+/**
+ * The server's CPU time so far (ms), its main thread's (the event loop's: /proc/PID/task/PID) and the
+ * whole process's (worker threads and V8's helpers included). Unlike latencies, these do not grow
+ * with the machine's load; /proc counts in clock ticks (10 ms).
+ */
+function serverCpu(): { mainMs: number; processMs: number } {
+  const ticks = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? []
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  }
+  return { mainMs: ticks(`/proc/${server.pid}/task/${server.pid}/stat`), processMs: ticks(`/proc/${server.pid}/stat`) }
+}
+
 async function loopLag(): Promise<{ maxMs: number }> {
   const text = await (await fetch(`${base}/metrics`)).text()
   const max = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]
@@ -177,9 +190,19 @@ async function measureB(done: Promise<unknown>): Promise<number[]> {
 
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
+let cpuMark = { mainMs: 0, processMs: 0 }
+/** The server's CPU since the last call, as text: the main thread's share of the process's. */
+function cpuSince(): string {
+  const now = serverCpu()
+  const main = now.mainMs - cpuMark.mainMs
+  const all = now.processMs - cpuMark.processMs
+  cpuMark = now
+  return `server CPU ${all} ms, main thread ${main} ms (${all > 0 ? Math.round((100 * main) / all) : 0} %)`
+}
+
 function summary(name: string, samples: number[], lag: { maxMs: number }, extra = '') {
   const sorted = [...samples].sort((x, y) => x - y)
-  const line = `${name.padEnd(24)} B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms  load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} ${extra}`
+  const line = `${name.padEnd(12)} ${cpuSince()} | B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms  load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} ${extra}`
   console.log(line)
 }
 
@@ -189,6 +212,7 @@ console.log(
   `server: ${root}${args.built ? ' (dist)' : ''} (${env.DATABASE_URL.startsWith('sqlite') ? 'SQLite' : 'PostgreSQL'}), ${rows} rows per import, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
 )
 await loopLag()
+cpuSince()
 summary('idle', await measureB(sleep(Number(args['idle-seconds']) * 1000)), await loopLag())
 
 async function importLoop(): Promise<string> {
@@ -213,6 +237,7 @@ async function importLoop(): Promise<string> {
   return `(imports of ${(csvFile(0).length / 1e6).toFixed(1)} MB took ${took.join(', ')})`
 }
 await loopLag()
+cpuSince()
 const imports = importLoop()
 const underImport = await measureB(imports)
 summary('A importing', underImport, await loopLag(), await imports)
@@ -227,6 +252,7 @@ async function exportLoop(): Promise<string> {
   return `(exports of ${rows * Number(args.imports)} contacts took ${took.join('; ')})`
 }
 await loopLag()
+cpuSince()
 const exports = exportLoop()
 summary('A exporting', await measureB(exports), await loopLag(), await exports)
 
