@@ -47,6 +47,28 @@ const env = {
   LOG_LEVEL: 'warn',
 }
 
+/**
+ * Loaded into the server with --import: every 10 ms timer tick measures the main thread's CPU since
+ * the previous tick (process.threadCpuUsage, Node 23.9+), and on SIGUSR2 writes the longest such
+ * stretch since the last signal to PROBE_FILE. A block of the event loop in CPU, not wall time: a
+ * process that waits for a core at a high load does not inflate it.
+ */
+const probeFile = path.join(dataDir, 'loop-cpu.json')
+const LOOP_CPU_PROBE = `
+import { writeFileSync } from 'node:fs'
+let last = process.threadCpuUsage()
+let longest = 0
+setInterval(() => {
+  const now = process.threadCpuUsage()
+  longest = Math.max(longest, (now.user - last.user + now.system - last.system) / 1000)
+  last = now
+}, 10).unref()
+process.on('SIGUSR2', () => {
+  writeFileSync(${JSON.stringify(probeFile)}, JSON.stringify({ longest }))
+  longest = 0
+})
+`
+
 function cli(argv: string[], flags: string[] = []): ChildProcess {
   const main = args.built ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
   return spawn(process.execPath, [...flags, ...main, ...argv], {
@@ -69,7 +91,14 @@ async function run(argv: string[]): Promise<string> {
   return out
 }
 
-const server = cli(['serve'], args['server-flags'].split(' ').filter(Boolean))
+const server = cli(
+  ['serve'],
+  [
+    '--import',
+    `data:text/javascript,${encodeURIComponent(LOOP_CPU_PROBE)}`,
+    ...args['server-flags'].split(' ').filter(Boolean),
+  ],
+)
 let serverLog = ''
 server.stdout?.on('data', (chunk) => {
   serverLog += chunk
@@ -136,10 +165,19 @@ function serverCpu(): { mainMs: number; processMs: number } {
   return { mainMs: ticks(`/proc/${server.pid}/task/${server.pid}/stat`), processMs: ticks(`/proc/${server.pid}/stat`) }
 }
 
-async function loopLag(): Promise<{ maxMs: number }> {
+async function loopLag(): Promise<{ maxMs: number; cpuMs: number }> {
   const text = await (await fetch(`${base}/metrics`)).text()
   const max = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]
-  return { maxMs: Number(max) * 1000 }
+  rmSync(probeFile, { force: true })
+  server.kill('SIGUSR2')
+  let probe: { longest: number } | undefined
+  for (let i = 0; i < 200 && !probe; i++) {
+    await sleep(10)
+    try {
+      probe = JSON.parse(readFileSync(probeFile, 'utf8')) as { longest: number }
+    } catch {}
+  }
+  return { maxMs: Number(max) * 1000, cpuMs: probe?.longest ?? Number.NaN }
 }
 
 /**
@@ -200,9 +238,9 @@ function cpuSince(): string {
   return `server CPU ${all} ms, main thread ${main} ms (${all > 0 ? Math.round((100 * main) / all) : 0} %)`
 }
 
-function summary(name: string, samples: number[], lag: { maxMs: number }, extra = '') {
+function summary(name: string, samples: number[], lag: { maxMs: number; cpuMs: number }, extra = '') {
   const sorted = [...samples].sort((x, y) => x - y)
-  const line = `${name.padEnd(12)} ${cpuSince()} | B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms  load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} ${extra}`
+  const line = `${name.padEnd(12)} ${cpuSince()} | B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms (CPU ${lag.cpuMs.toFixed(1)} ms)  load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} ${extra}`
   console.log(line)
 }
 

@@ -17,7 +17,7 @@ const file = new TextEncoder().encode(
   ].join('\n'),
 )
 
-/** The main thread's own CPU where Node tells it (22.19+ / 23.9+), else its event loop's busy time. */
+/** The main thread's own CPU where Node tells it (23.9+), else its event loop's busy time (Node 22). */
 const threadCpu = (process as { threadCpuUsage?: () => NodeJS.CpuUsage }).threadCpuUsage?.bind(process)
 
 /** The main thread's time and the process's CPU time (every thread), in ms, while `run` runs. */
