@@ -3,15 +3,18 @@
 // idle and under each abuse, and the server's longest event-loop block in each phase (prom-client's
 // nodejs_eventloop_lag_max_seconds: perf_hooks monitorEventLoopDelay, reset at every scrape).
 //
-//   node --import tsx bench/import-neighbour.ts [--root DIR] [--imports 3] [--exports 3] [--database-url URL]
+//   node --import tsx bench/import-neighbour.ts [--root DIR] [--built] [--imports 3] [--exports 3] [--database-url URL]
 //
+// --built runs the server as `npm start` does (DIR/dist/main.js: run `npm run build` there first)
+// instead of src/main.ts through tsx.
 // --root runs the server of another checkout (e.g. /work/main, to measure before a change); the
 // script handles both answers to an upload: the synchronous import (200) and the job (303).
 import { type ChildProcess, spawn } from 'node:child_process'
-import { mkdtempSync, rmSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
+import { Worker } from 'node:worker_threads'
 import { freePort } from '../test/processes.js'
 import { httpWebClient } from '../test/web-client.js'
 
@@ -23,6 +26,7 @@ const { values: args } = parseArgs({
     rows: { type: 'string', default: '10000' },
     'idle-seconds': { type: 'string', default: '5' },
     'database-url': { type: 'string' },
+    built: { type: 'boolean', default: false },
     /** Node flags for the server, space-separated (e.g. "--trace-gc" or "--cpu-prof --cpu-prof-dir=DIR"). */
     'server-flags': { type: 'string', default: '' },
   },
@@ -43,8 +47,31 @@ const env = {
   LOG_LEVEL: 'warn',
 }
 
+/**
+ * Loaded into the server with --import: every 10 ms timer tick measures the main thread's CPU since
+ * the previous tick (process.threadCpuUsage, Node 23.9+), and on SIGUSR2 writes the longest such
+ * stretch since the last signal to PROBE_FILE. A block of the event loop in CPU, not wall time: a
+ * process that waits for a core at a high load does not inflate it.
+ */
+const probeFile = path.join(dataDir, 'loop-cpu.json')
+const LOOP_CPU_PROBE = `
+import { writeFileSync } from 'node:fs'
+let last = process.threadCpuUsage()
+let longest = 0
+setInterval(() => {
+  const now = process.threadCpuUsage()
+  longest = Math.max(longest, (now.user - last.user + now.system - last.system) / 1000)
+  last = now
+}, 10).unref()
+process.on('SIGUSR2', () => {
+  writeFileSync(${JSON.stringify(probeFile)}, JSON.stringify({ longest }))
+  longest = 0
+})
+`
+
 function cli(argv: string[], flags: string[] = []): ChildProcess {
-  return spawn(process.execPath, [...flags, '--import', 'tsx', 'src/main.ts', ...argv], {
+  const main = args.built ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
+  return spawn(process.execPath, [...flags, ...main, ...argv], {
     cwd: root,
     env,
     stdio: 'pipe',
@@ -64,7 +91,14 @@ async function run(argv: string[]): Promise<string> {
   return out
 }
 
-const server = cli(['serve'], args['server-flags'].split(' ').filter(Boolean))
+const server = cli(
+  ['serve'],
+  [
+    '--import',
+    `data:text/javascript,${encodeURIComponent(LOOP_CPU_PROBE)}`,
+    ...args['server-flags'].split(' ').filter(Boolean),
+  ],
+)
 let serverLog = ''
 server.stdout?.on('data', (chunk) => {
   serverLog += chunk
@@ -118,46 +152,105 @@ function csvFile(round: number): string {
   return lines.join('\n')
 }
 
-async function loopLag(): Promise<{ maxMs: number }> {
-  const text = await (await fetch(`${base}/metrics`)).text()
-  const max = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]
-  return { maxMs: Number(max) * 1000 }
+/**
+ * The server's CPU time so far (ms), its main thread's (the event loop's: /proc/PID/task/PID) and the
+ * whole process's (worker threads and V8's helpers included). Unlike latencies, these do not grow
+ * with the machine's load; /proc counts in clock ticks (10 ms).
+ */
+function serverCpu(): { mainMs: number; processMs: number } {
+  const ticks = (file: string) => {
+    const fields = readFileSync(file, 'utf8').split(') ')[1]?.split(' ') ?? []
+    return (Number(fields[11]) + Number(fields[12])) * 10
+  }
+  return { mainMs: ticks(`/proc/${server.pid}/task/${server.pid}/stat`), processMs: ticks(`/proc/${server.pid}/stat`) }
 }
 
-/** B's sequential list reads (one every 5 ms at most) until `done` settles; latencies in ms. */
-async function measureB(done: Promise<unknown>): Promise<number[]> {
-  const samples: number[] = []
-  let over = false
-  done.finally(() => {
-    over = true
-  })
+async function loopLag(): Promise<{ maxMs: number; cpuMs: number }> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  const max = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text)?.[1]
+  rmSync(probeFile, { force: true })
+  server.kill('SIGUSR2')
+  let probe: { longest: number } | undefined
+  for (let i = 0; i < 200 && !probe; i++) {
+    await sleep(10)
+    try {
+      probe = JSON.parse(readFileSync(probeFile, 'utf8')) as { longest: number }
+    } catch {}
+  }
+  return { maxMs: Number(max) * 1000, cpuMs: probe?.longest ?? Number.NaN }
+}
+
+/**
+ * Tenant B's client, on a thread of its own: one list read at a time, a 5 ms pause between reads,
+ * until told to stop; then it posts every latency (ms). Run on this script's event loop, B's
+ * timings also counted A's client work here (building each 4 MB file, reading 12 MB exports).
+ */
+const B_CLIENT = `
+const { parentPort, workerData } = require('node:worker_threads')
+let over = false
+parentPort.once('message', () => { over = true })
+;(async () => {
+  const samples = []
   while (!over) {
     const started = performance.now()
-    const res = await fetch(`${base}/api/v1/contacts?limit=50`, { headers: authB })
+    const res = await fetch(workerData.url, { headers: { authorization: workerData.authorization } })
     await res.arrayBuffer()
     samples.push(performance.now() - started)
     if (res.status !== 200) {
-      throw new Error(`B got ${res.status}`)
+      parentPort.postMessage({ error: 'B got ' + res.status })
+      return
     }
     await new Promise((resolve) => setTimeout(resolve, 5))
+  }
+  parentPort.postMessage({ samples })
+})()
+`
+
+/** B's sequential list reads until `done` settles; latencies in ms. */
+async function measureB(done: Promise<unknown>): Promise<number[]> {
+  const client = new Worker(B_CLIENT, {
+    eval: true,
+    workerData: { url: `${base}/api/v1/contacts?limit=50`, authorization: authB.authorization },
+  })
+  const answer = new Promise<{ samples?: number[]; error?: string }>((resolve, reject) => {
+    client.once('message', resolve)
+    client.once('error', reject)
+  })
+  await Promise.race([done.catch(() => {}), answer])
+  client.postMessage('stop')
+  const { samples, error } = await answer
+  await client.terminate()
+  if (error || !samples) {
+    throw new Error(error ?? 'no samples')
   }
   return samples
 }
 
 const pct = (sorted: number[], p: number) =>
   sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? Number.NaN
-function summary(name: string, samples: number[], lag: { maxMs: number }, extra = '') {
+let cpuMark = { mainMs: 0, processMs: 0 }
+/** The server's CPU since the last call, as text: the main thread's share of the process's. */
+function cpuSince(): string {
+  const now = serverCpu()
+  const main = now.mainMs - cpuMark.mainMs
+  const all = now.processMs - cpuMark.processMs
+  cpuMark = now
+  return `server CPU ${all} ms, main thread ${main} ms (${all > 0 ? Math.round((100 * main) / all) : 0} %)`
+}
+
+function summary(name: string, samples: number[], lag: { maxMs: number; cpuMs: number }, extra = '') {
   const sorted = [...samples].sort((x, y) => x - y)
-  const line = `${name.padEnd(24)} B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms ${extra}`
+  const line = `${name.padEnd(12)} ${cpuSince()} | B requests ${String(sorted.length).padStart(5)}  p50 ${pct(sorted, 50).toFixed(1).padStart(7)} ms  p99 ${pct(sorted, 99).toFixed(1).padStart(7)} ms  max ${(sorted.at(-1) ?? 0).toFixed(1).padStart(7)} ms  longest loop block ${lag.maxMs.toFixed(1).padStart(7)} ms (CPU ${lag.cpuMs.toFixed(1)} ms)  load ${readFileSync('/proc/loadavg', 'utf8').split(' ')[0]} ${extra}`
   console.log(line)
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 console.log(
-  `server: ${root} (${env.DATABASE_URL.startsWith('sqlite') ? 'SQLite' : 'PostgreSQL'}), ${rows} rows per import`,
+  `server: ${root}${args.built ? ' (dist)' : ''} (${env.DATABASE_URL.startsWith('sqlite') ? 'SQLite' : 'PostgreSQL'}), ${rows} rows per import, load average ${readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ')}`,
 )
 await loopLag()
+cpuSince()
 summary('idle', await measureB(sleep(Number(args['idle-seconds']) * 1000)), await loopLag())
 
 async function importLoop(): Promise<string> {
@@ -182,6 +275,7 @@ async function importLoop(): Promise<string> {
   return `(imports of ${(csvFile(0).length / 1e6).toFixed(1)} MB took ${took.join(', ')})`
 }
 await loopLag()
+cpuSince()
 const imports = importLoop()
 const underImport = await measureB(imports)
 summary('A importing', underImport, await loopLag(), await imports)
@@ -196,6 +290,7 @@ async function exportLoop(): Promise<string> {
   return `(exports of ${rows * Number(args.imports)} contacts took ${took.join('; ')})`
 }
 await loopLag()
+cpuSince()
 const exports = exportLoop()
 summary('A exporting', await measureB(exports), await loopLag(), await exports)
 

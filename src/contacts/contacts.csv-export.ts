@@ -14,10 +14,13 @@ export type CsvColumn = (typeof CSV_COLUMNS)[number]
 export const TAG_SEPARATOR = ';'
 
 /**
- * Contacts per page: reading, parsing and writing 200 stored contacts as CSV took about 2 ms on
- * SQLite (docs/csv-import.md), one slice of the event loop between two yields.
+ * Contacts per page, one slice of the event loop between two yields. On SQLite the page is read
+ * synchronously, so the slice is the read, the parse and the CSV writing together: per page of 200
+ * it took 1.3–1.7 ms of CPU at the median and up to 2.3–10.6 ms, per page of 50 0.3–0.4 ms and up
+ * to 3.9–4.1 ms, at the same CPU per row (6.6–11.4 against 7.9–9.3 µs: noise at a load average of
+ * 15; 30,000 contacts, docs/csv-import.md).
  */
-const EXPORT_PAGE_SIZE = 200
+const EXPORT_PAGE_SIZE = 50
 
 function contactCsvRecord(contact: Contact): string[] {
   const cells: Record<CsvColumn, string> = {

@@ -1,6 +1,8 @@
 // The CSV import's parsing: a whole file checked row by row, every problem listed by row, column
-// and value. Asynchronous in short slices (decode, parse, check), yielding to the event loop
-// between them, so a 10,000-row file never holds the loop for more than a few milliseconds.
+// and value. The import job runs it on a worker thread (src/imports/import-check.worker.ts), which
+// passes a pause that never yields; by default it works in short slices (decode, parse, check),
+// yielding between them, for a caller on the event loop that serves requests. Even so, there, the
+// garbage collection of its allocations blocked that loop for up to 116 ms (docs/csv-import.md).
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { FieldError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'

@@ -1,5 +1,5 @@
-// One CSV import job, run by the import runner: check the whole file first (nothing is written
-// if any row is bad), then write it in short transactions, each with its rows' events and the
+// One CSV import job, run by the import runner: check the whole file first, on a worker thread
+// (import-check.ts; nothing is written if any row is bad), then write it in short transactions, each with its rows' events and the
 // job's progress, so other tenants' requests run between them (DESIGN §10).
 //
 // A crash mid-write leaves *everything*, not nothing: the job stays `writing`, its lease runs
@@ -10,14 +10,22 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import { contactCount } from '../contacts/contact-count.js'
-import { type ImportError, type ImportRow, parseContactsCsv, sliceYielder } from '../contacts/contacts.csv-import.js'
+import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
 import { countNewEmails, type ImportSummary, importContacts } from '../contacts/contacts.import.js'
 import { ruleErrors } from '../contacts/contacts.messages.js'
 import { retryOnConflict } from '../contacts/contacts.store.js'
 import type { Database } from '../db/schema.js'
 import { AppError } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
-import { deleteImportFile, findImport, findImportFile, type ImportChange, updateImport } from './imports.store.js'
+import type { CheckedFile, FileCheck, ImportChecker } from './import-check.js'
+import {
+  deleteImportFile,
+  findImport,
+  findImportFile,
+  type ImportChange,
+  type ImportJob,
+  updateImport,
+} from './imports.store.js'
 
 export interface ImportJobDeps {
   db: Kysely<Database>
@@ -26,6 +34,8 @@ export interface ImportJobDeps {
   leaseMs: number
   /** Rows per write transaction (tests make it small to stop a job mid-write). */
   chunkRows: number
+  /** Checks the file on a worker thread (import-check.ts). */
+  checker: ImportChecker
 }
 
 /**
@@ -69,45 +79,84 @@ export async function runImport(
     })
     await deleteImportFile(db, accountId, id)
   }
-  const pause = sliceYielder()
-  const checkpoint = async () => {
-    await pause()
-    if (signal.aborted) {
-      throw new ImportInterrupted('stopped')
-    }
-  }
-
   const resuming = job.state === 'writing'
   if (!resuming) {
     await update({ state: 'validating', lease_expires_at: lease() })
   }
-  const parsed = await parseContactsCsv(
-    file ?? new Uint8Array(),
-    async (checked, total) => {
-      if (!resuming) {
-        await update({ rows_validated: checked, rows_total: total, lease_expires_at: lease() })
-      }
-      await checkpoint()
-    },
-    checkpoint,
-  )
-  if (!parsed.ok) {
-    await fail(parsed.errors)
+  let check: FileCheck
+  try {
+    check = await deps.checker.check(
+      file ?? new Uint8Array(),
+      async (checked, total) => {
+        if (!resuming) {
+          await update({ rows_validated: checked, rows_total: total, lease_expires_at: lease() })
+        }
+      },
+      signal,
+    )
+  } catch (error) {
+    throw signal.aborted ? new ImportInterrupted('stopped') : error
+  }
+  if (!check.ok) {
+    await fail(check.errors)
     return
   }
-  const rows = parsed.rows
-  if (!resuming) {
-    const quota = await quotaProblem(deps, accountId, rows, checkpoint)
+  const checked = check.file
+  try {
+    await writeRows(deps, accountId, job, checked, signal, { update, fail, now, lease })
+  } catch (error) {
+    throw signal.aborted && !(error instanceof ImportInterrupted) ? new ImportInterrupted('stopped') : error
+  } finally {
+    checked.close()
+  }
+}
+
+interface JobSteps {
+  update: (change: ImportChange) => Promise<boolean>
+  fail: (errors: ImportError[]) => Promise<void>
+  now: () => string
+  lease: () => string
+}
+
+/** The quota check, then every row from `rows_written` on, in short transactions. */
+async function writeRows(
+  deps: ImportJobDeps,
+  accountId: string,
+  job: ImportJob,
+  checked: CheckedFile,
+  signal: AbortSignal,
+  { update, fail, now, lease }: JobSteps,
+): Promise<void> {
+  const { db } = deps
+  const id = job.id
+  const total = checked.total
+  if (job.state !== 'writing') {
+    const quota = await quotaProblem(deps, accountId, checked, signal)
     if (quota) {
       await fail([quota])
       return
     }
-    await update({ state: 'writing', rows_total: rows.length, lease_expires_at: lease() })
+    await update({ state: 'writing', rows_total: total, lease_expires_at: lease() })
+  }
+
+  // The rows fetched from the worker and not yet written: rows [bufferFrom, bufferFrom + length).
+  let buffer: ImportRow[] = []
+  let bufferFrom = job.rows_written
+  const rowsAt = async (from: number, to: number): Promise<ImportRow[]> => {
+    buffer = buffer.slice(from - bufferFrom)
+    bufferFrom = from
+    const have = from + buffer.length
+    if (have < to) {
+      buffer.push(...(await checked.rows(have, to)))
+    }
+    return buffer.slice(0, to - from)
   }
 
   let written = job.rows_written
-  while (written < rows.length) {
+  while (written < total) {
     const from = written
+    // Fetched before the transaction: on SQLite it holds the one connection until it commits.
+    const rows = await rowsAt(from, Math.min(total, from + deps.chunkRows))
     let batchFrom = from
     let chunk: { summary: ImportSummary; end: number }
     try {
@@ -117,13 +166,13 @@ export async function runImport(
           const at = now()
           const started = performance.now()
           const summary: ImportSummary = { created: 0, updated: 0, unchanged: 0 }
-          const last = Math.min(rows.length, from + deps.chunkRows)
+          const last = from + rows.length
           let end = from
           // Batches until the transaction has run WRITE_SLICE_MS: on SQLite it holds the loop and
           // the database meanwhile, so its length is bounded in time, whatever the rows cost.
           while (end < last && (end === from || performance.now() - started < WRITE_SLICE_MS)) {
             batchFrom = end
-            const batch = rows.slice(end, Math.min(end + WRITE_BATCH_ROWS, last))
+            const batch = rows.slice(end - from, Math.min(end + WRITE_BATCH_ROWS, last) - from)
             const done = await importContacts(trx, accountId, batch, at, { replaceCustomFields: true })
             summary.created += done.created
             summary.updated += done.updated
@@ -184,13 +233,21 @@ export async function runImport(
 async function quotaProblem(
   deps: ImportJobDeps,
   accountId: string,
-  rows: ImportRow[],
-  checkpoint: () => Promise<void>,
+  checked: CheckedFile,
+  signal: AbortSignal,
 ): Promise<ImportError | undefined> {
   let created = 0
-  for (let i = 0; i < rows.length; i += LOOKUP_ROWS) {
-    created += await countNewEmails(deps.db, accountId, rows.slice(i, i + LOOKUP_ROWS))
-    await checkpoint()
+  for (let i = 0; i < checked.total; i += LOOKUP_ROWS) {
+    const emails = await checked.emails(i, Math.min(checked.total, i + LOOKUP_ROWS))
+    created += await countNewEmails(
+      deps.db,
+      accountId,
+      emails.map((email) => ({ email })),
+    )
+    await nextTurn()
+    if (signal.aborted) {
+      throw new ImportInterrupted('stopped')
+    }
   }
   const count = await contactCount(deps.db, accountId)
   if (count + created <= deps.maxContactsPerAccount) {

@@ -4,6 +4,7 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
+import { createImportChecker } from './import-check.js'
 import { ImportInterrupted, runImport, WRITE_CHUNK_ROWS } from './import-job.js'
 import { claimNextImport, releaseImport } from './imports.store.js'
 
@@ -43,6 +44,7 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
     maxContactsPerAccount: options.maxContactsPerAccount,
     leaseMs: options.leaseMs ?? IMPORT_LEASE_MS,
     chunkRows: options.chunkRows ?? WRITE_CHUNK_ROWS,
+    checker: createImportChecker(),
   }
   const running = new Map<string, Promise<void>>()
   const stopping = new AbortController()
@@ -106,6 +108,7 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
       stopping.abort()
       await filling
       await Promise.all(running.values())
+      await jobDeps.checker.close()
     },
     async drain() {
       wake()

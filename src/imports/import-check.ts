@@ -1,0 +1,248 @@
+// The CSV import's check, run on a worker thread (import-check.worker.ts): a job hands it the file
+// and hears progress and the verdict, then pulls the checked rows a range at a time as it writes
+// them. Parsing and checking a 10,000-row file allocates tens of MB; on the event loop its garbage
+// collection blocked other tenants' requests for up to 116 ms even though the step yielded every
+// 3 ms of work (docs/csv-import.md). On a worker thread that heap and its collections are the
+// worker's: the event loop receives only what one write transaction needs (docs/tenant-isolation.md).
+//
+// On every dialect, not only SQLite: the parse is JavaScript on the event loop whatever the driver,
+// so PostgreSQL's loop paid the same collections, and one code path is tested on all three databases.
+//
+// One worker per runner, started at the first import and ended after IDLE_MS without one: starting
+// it costs 220–270 ms of CPU (its module graph, from dist/, load average ~15), too much to pay per job.
+import { Worker } from 'node:worker_threads'
+import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
+
+export type CheckRequest =
+  | { type: 'check'; job: number; file: Uint8Array }
+  /** Once the file is good: rows [from, to), or only their emails. */
+  | { type: 'rows' | 'emails'; job: number; id: number; from: number; to: number }
+  /** The job is over (or stopped): the worker forgets its rows. */
+  | { type: 'release'; job: number }
+
+export type CheckReply =
+  | { type: 'progress'; job: number; checked: number; total: number }
+  | { type: 'failed'; job: number; errors: ImportError[] }
+  | { type: 'checked'; job: number; total: number }
+  | { type: 'crashed'; job: number; message: string }
+  | { type: 'rows'; job: number; id: number; rows: ImportRow[] }
+  | { type: 'emails'; job: number; id: number; emails: string[] }
+
+/** A good file, checked and held by the worker until close(). */
+export interface CheckedFile {
+  total: number
+  rows(from: number, to: number): Promise<ImportRow[]>
+  emails(from: number, to: number): Promise<string[]>
+  /** The worker forgets the rows. */
+  close(): void
+}
+
+export type FileCheck = { ok: true; file: CheckedFile } | { ok: false; errors: ImportError[] }
+
+export interface ImportChecker {
+  /**
+   * Checks the file on the worker thread. `onProgress` hears the rows checked (the job records them
+   * and renews its lease); its calls are serialized, and a report that arrives while one runs
+   * replaces any older one still waiting. Rejects with the signal's reason when it aborts.
+   */
+  check(
+    file: Uint8Array,
+    onProgress: (checked: number, total: number) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<FileCheck>
+  /** Ends the worker (the runner's stop); jobs still using it fail. */
+  close(): Promise<void>
+  /** The worker's thread id while it runs, for tests. */
+  readonly threadId: number | undefined
+}
+
+/** A worker without a job for this long is ended (its heap, some tens of MB, given back). */
+const IDLE_MS = 30_000
+
+type Listener = (reply: CheckReply) => void
+
+/**
+ * Under tsx or vitest this module is TypeScript source and so is the worker next to it, which then
+ * needs tsx's loader (a worker thread does not inherit the parent's module hooks); from dist/ both
+ * are JavaScript and the worker starts without flags.
+ */
+function startWorker(): Worker {
+  const fromSource = import.meta.url.endsWith('.ts')
+  const url = new URL(`./import-check.worker.${fromSource ? 'ts' : 'js'}`, import.meta.url)
+  return new Worker(url, fromSource ? { execArgv: ['--import', 'tsx'] } : {})
+}
+
+export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
+  let worker: Worker | undefined
+  let idleTimer: NodeJS.Timeout | undefined
+  const jobs = new Map<number, { hear: Listener; fail: (error: unknown) => void }>()
+  let nextJob = 0
+  let nextRequest = 0
+
+  function ensureWorker(): Worker {
+    clearTimeout(idleTimer)
+    if (worker) {
+      return worker
+    }
+    const started = startWorker()
+    started.on('message', (reply: CheckReply) => jobs.get(reply.job)?.hear(reply))
+    const lost = (error: unknown) => {
+      if (worker === started) {
+        worker = undefined
+      }
+      for (const job of jobs.values()) {
+        job.fail(error)
+      }
+    }
+    started.on('error', lost)
+    started.on('exit', (code) => lost(new Error(`the import check's worker exited (code ${code})`)))
+    worker = started
+    return started
+  }
+
+  /** Called when a job lets go of the worker: with none left, it may end after IDLE_MS. */
+  function idle(): void {
+    if (jobs.size > 0 || !worker) {
+      return
+    }
+    // An idle worker does not keep the process alive (the CLI, tests), nor does its timer.
+    worker.unref()
+    const idleWorker = worker
+    idleTimer = setTimeout(() => {
+      if (worker === idleWorker && jobs.size === 0) {
+        worker = undefined
+        void idleWorker.terminate()
+      }
+    }, idleMs)
+    idleTimer.unref()
+  }
+
+  async function check(
+    file: Uint8Array,
+    onProgress: (checked: number, total: number) => Promise<void>,
+    signal: AbortSignal,
+  ): Promise<FileCheck> {
+    signal.throwIfAborted()
+    const thread = ensureWorker()
+    thread.ref()
+    const job = nextJob++
+    const waiting = new Map<number, { resolve: (reply: CheckReply) => void; reject: (error: unknown) => void }>()
+    let ended: unknown
+    let settle: { resolve: (reply: CheckReply) => void; reject: (error: unknown) => void } | undefined
+
+    let progressing: Promise<void> = Promise.resolve()
+    let latest: { checked: number; total: number } | undefined
+    const report = () => {
+      const next = latest
+      latest = undefined
+      return next ? onProgress(next.checked, next.total) : Promise.resolve()
+    }
+
+    const release = () => {
+      if (jobs.delete(job)) {
+        thread.postMessage({ type: 'release', job } satisfies CheckRequest)
+        idle()
+      }
+    }
+    const fail = (error: unknown) => {
+      ended ??= error
+      jobs.delete(job)
+      settle?.reject(ended)
+      for (const request of waiting.values()) {
+        request.reject(ended)
+      }
+      waiting.clear()
+      idle()
+    }
+    jobs.set(job, {
+      fail,
+      hear(reply) {
+        switch (reply.type) {
+          case 'progress':
+            latest = reply
+            progressing = progressing.then(report)
+            break
+          case 'failed':
+          case 'checked':
+            settle?.resolve(reply)
+            break
+          case 'crashed':
+            fail(new Error(`the import's check failed: ${reply.message}`))
+            break
+          default:
+            waiting.get(reply.id)?.resolve(reply)
+            waiting.delete(reply.id)
+        }
+      },
+    })
+    const onAbort = () => {
+      release()
+      fail(signal.reason)
+    }
+    signal.addEventListener('abort', onAbort, { once: true })
+
+    let outcome: CheckReply
+    try {
+      outcome = await new Promise<CheckReply>((resolve, reject) => {
+        settle = { resolve, reject }
+        // A copy of the bytes (3–5 MB, a memcpy) goes to the worker: the caller's buffer may be
+        // a view that the driver still owns.
+        thread.postMessage({ type: 'check', job, file } satisfies CheckRequest)
+      })
+      await progressing
+    } catch (error) {
+      progressing.catch(() => {})
+      signal.removeEventListener('abort', onAbort)
+      release()
+      throw error
+    }
+    if (outcome.type !== 'checked') {
+      signal.removeEventListener('abort', onAbort)
+      jobs.delete(job)
+      idle()
+      return { ok: false, errors: outcome.type === 'failed' ? outcome.errors : [] }
+    }
+
+    const ask = (type: 'rows' | 'emails', from: number, to: number) =>
+      new Promise<CheckReply>((resolve, reject) => {
+        if (ended !== undefined) {
+          reject(ended)
+          return
+        }
+        const id = nextRequest++
+        waiting.set(id, { resolve, reject })
+        thread.postMessage({ type, job, id, from, to } satisfies CheckRequest)
+      })
+    return {
+      ok: true,
+      file: {
+        total: outcome.total,
+        async rows(from, to) {
+          const reply = await ask('rows', from, to)
+          return reply.type === 'rows' ? reply.rows : []
+        },
+        async emails(from, to) {
+          const reply = await ask('emails', from, to)
+          return reply.type === 'emails' ? reply.emails : []
+        },
+        close() {
+          signal.removeEventListener('abort', onAbort)
+          release()
+        },
+      },
+    }
+  }
+
+  return {
+    check,
+    async close() {
+      clearTimeout(idleTimer)
+      const ending = worker
+      worker = undefined
+      await ending?.terminate()
+    },
+    get threadId() {
+      return worker?.threadId
+    },
+  }
+}
