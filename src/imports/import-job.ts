@@ -249,6 +249,11 @@ async function quotaProblem(
       throw new ImportInterrupted('stopped')
     }
   }
+  // A file that creates nothing is never refused, even in an account above its limit (one lowered
+  // by the operator, or passed by concurrent creates on PostgreSQL): updates are always allowed.
+  if (created === 0) {
+    return undefined
+  }
   const count = await contactCount(deps.db, accountId)
   if (count + created <= deps.maxContactsPerAccount) {
     return undefined
@@ -256,7 +261,7 @@ async function quotaProblem(
   return {
     row: 0,
     field: 'file',
-    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} contacts, and the account has ${count.toLocaleString('en')} of its limit of ${deps.maxContactsPerAccount.toLocaleString('en')}. Delete some contacts or import fewer.`,
+    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} ${created === 1 ? 'contact' : 'contacts'}, and the account has ${count.toLocaleString('en')} of its limit of ${deps.maxContactsPerAccount.toLocaleString('en')}. Delete some contacts or import fewer.`,
   }
 }
 

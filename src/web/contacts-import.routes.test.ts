@@ -1,12 +1,14 @@
 // The CSV import as a job, through HTTP on every dialect: the upload is stored and answered with a
 // redirect to the job's page; the runner checks every row, then writes; the page shows progress,
 // then the result or each problem by row, column and value.
+
 import { parse } from 'csv-parse/sync'
 import { stringify } from 'csv-stringify/sync'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { multipart, type Part, signUp as signUpClient } from '../../test/web-client.js'
+import { addToContactCount } from '../contacts/contact-count.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
 import { createContact } from '../contacts/contacts.store.js'
 import { inTransaction } from '../db/transaction.js'
@@ -386,5 +388,12 @@ describe.each(testDialects())('CSV import within MAX_CONTACTS_PER_ACCOUNT on %s'
     expect(count).toHaveLength(4)
     // 4 updates and 1 new contact: exactly at the limit.
     expect(await send(rows(0, 5))).toContain('Import finished: 1 created, 0 updated, 4 unchanged.')
+    // Above the limit (lowered by the operator after the fact): a file of updates only still imports.
+    // The count says 10 more than there are: 15 of 5, as an account passed by concurrent creates.
+    await t.db.transaction().execute((trx) => addToContactCount(trx, accountId, 10))
+    expect(await send(rows(0, 5))).toContain('Import finished: 0 created, 0 updated, 5 unchanged.')
+    expect(await send(rows(5, 6))).toContain(
+      'the file would create 1 contact, and the account has 15 of its limit of 5',
+    )
   })
 })
