@@ -3,13 +3,13 @@
 // and neither they nor the heavy modules only they use are ever loaded. Real processes on a real
 // port, each with a preload (test/fixtures/record-modules.mjs) that records every module it loads;
 // the full `serve` is the control: the same recorder must see the web app and Swagger UI there.
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
-import { cliCommand, freePort } from './processes.js'
+import { startServerProcess } from './processes.js'
 
 const RECORDER = path.resolve(import.meta.dirname, 'fixtures', 'record-modules.mjs')
 
@@ -29,30 +29,18 @@ interface Server {
   child: ChildProcess
 }
 
+/** `serve` with `args` (test/processes.ts), with a preload that records every module it loads. */
 async function start(dir: string, env: NodeJS.ProcessEnv, args: string[]): Promise<Server> {
-  const port = await freePort()
-  const modulesFile = path.join(dir, `modules-${port}.txt`)
-  const child = spawn(process.execPath, ['--import', RECORDER, ...cliCommand(), ...args], {
-    env: { ...env, PORT: String(port), RECORD_MODULES_FILE: modulesFile },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  let stderr = ''
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
-  await new Promise<void>((resolve, reject) => {
-    child.stderr?.on('data', (chunk) => {
-      stderr += chunk
-      if (stderr.includes('listening on')) {
-        resolve()
-      }
-    })
-    exited.then((code) => reject(new Error(`serve exited (${code}): ${stderr}`)))
+  const modulesFile = path.join(dir, `modules-${args.join('')}-${env.WEBHOOK_WORKER ?? ''}.txt`)
+  const server = await startServerProcess({ ...env, RECORD_MODULES_FILE: modulesFile }, 'serve', {
+    nodeArgs: ['--import', RECORDER],
+    args,
   })
   return {
-    base: `http://127.0.0.1:${port}`,
-    child,
+    base: server.base,
+    child: server.child,
     async stopAndListModules() {
-      child.kill('SIGTERM')
-      expect(await exited).toBe(0)
+      expect(await server.stop()).toBe(0)
       return readFileSync(modulesFile, 'utf8').split('\n')
     },
   }
@@ -75,8 +63,8 @@ describe('contacts-api serve --api-only', () => {
     // Together, on a new SQLite file: both migrate it at once (test/sqlite-migrate-race.test.ts).
     // The full serve runs the webhook worker, as by default: the control for the worker's modules.
     ;[apiOnly, full] = await Promise.all([
-      start(dir, env, ['serve', '--api-only']),
-      start(dir, { ...env, WEBHOOK_WORKER: 'on' }, ['serve']),
+      start(dir, env, ['--api-only']),
+      start(dir, { ...env, WEBHOOK_WORKER: 'on' }, []),
     ])
     const out: string[] = []
     expect(

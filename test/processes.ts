@@ -54,10 +54,12 @@ function isBuildCurrent(sourceDir: string, outDir: string): boolean {
 export async function startServerProcess(
   env: Record<string, string | undefined>,
   role: 'serve' | 'worker' = 'serve',
+  /** Node's own flags (before the script), and the command's arguments after the role. */
+  { nodeArgs = [], args = [] }: { nodeArgs?: string[]; args?: string[] } = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
   const started = role === 'serve' ? 'listening on' : 'worker running'
-  const child = spawn(process.execPath, [...cliCommand(), role], {
+  const child = spawn(process.execPath, [...nodeArgs, ...cliCommand(), role, ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],
   })

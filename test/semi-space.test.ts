@@ -4,46 +4,25 @@
 // Checked on real processes: the flag in /proc/PID/cmdline of the PID that was spawned, the young
 // generation's size from the server's own /metrics, SIGTERM still a clean exit; and the control, a
 // flag given on the command line, which must win (no re-execution, its own size).
-import { type ChildProcess, spawn } from 'node:child_process'
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
-import { cliCommand, freePort } from './processes.js'
+import { type ServerProcess, startServerProcess } from './processes.js'
 
 const MiB = 1024 * 1024
 
-interface Started {
-  child: ChildProcess
-  base: string
-  exited: Promise<number | null>
-}
-
-async function start(dir: string, nodeFlags: string[]): Promise<Started> {
-  const port = await freePort()
-  const child = spawn(process.execPath, [...nodeFlags, ...cliCommand(), 'serve', '--api-only'], {
-    env: {
-      ...process.env,
-      DATABASE_URL: `sqlite:${path.join(dir, `contacts-${port}.sqlite`)}`,
-      PORT: String(port),
-      LOG_LEVEL: 'warn',
+/** `serve --api-only` with these node flags, on its own SQLite file. */
+function start(dir: string, nodeFlags: string[]): Promise<ServerProcess> {
+  return startServerProcess(
+    {
+      DATABASE_URL: `sqlite:${path.join(dir, `contacts-${nodeFlags.join('')}.sqlite`)}`,
       WEBHOOK_WORKER: 'off',
       NODE_OPTIONS: '',
     },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  })
-  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve))
-  let stderr = ''
-  await new Promise<void>((resolve, reject) => {
-    child.stderr?.on('data', (chunk) => {
-      stderr += chunk
-      if (stderr.includes('listening on')) {
-        resolve()
-      }
-    })
-    exited.then((code) => reject(new Error(`serve exited (${code}): ${stderr}`)))
-  })
-  return { child, base: `http://127.0.0.1:${port}`, exited }
+    'serve',
+    { nodeArgs: nodeFlags, args: ['--api-only'] },
+  )
 }
 
 const commandLine = (pid: number | undefined) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').slice(0, -1)
@@ -58,7 +37,7 @@ describe.skipIf(!existsSync('/proc/self/cmdline') || typeof process.execve !== '
   'the young generation of a server (src/main.ts)',
   () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'contacts-semi-space-'))
-    const started: Started[] = []
+    const started: ServerProcess[] = []
     afterAll(() => {
       for (const { child } of started) {
         child.kill('SIGKILL')
@@ -79,8 +58,7 @@ describe.skipIf(!existsSync('/proc/self/cmdline') || typeof process.execve !== '
         await (await fetch(`${server.base}/api/v1/openapi.json`)).arrayBuffer()
       }
       expect(await youngGeneration(server.base)).toBeLessThanOrEqual(32 * MiB)
-      server.child.kill('SIGTERM')
-      expect(await server.exited).toBe(0)
+      expect(await server.stop()).toBe(0)
     }, 60_000)
 
     it('leaves a limit given on the command line as it is (no re-execution)', async () => {
@@ -90,8 +68,7 @@ describe.skipIf(!existsSync('/proc/self/cmdline') || typeof process.execve !== '
       expect(argv).toContain('--max-semi-space-size=1')
       expect(argv).not.toContain('--max-semi-space-size=8')
       expect(await youngGeneration(server.base)).toBeLessThanOrEqual(16 * MiB)
-      server.child.kill('SIGTERM')
-      expect(await server.exited).toBe(0)
+      expect(await server.stop()).toBe(0)
     }, 60_000)
   },
 )
