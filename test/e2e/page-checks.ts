@@ -82,6 +82,9 @@ export async function axeViolations(page: Page): Promise<string[]> {
 
 /** Asserts the page's layout and accessibility, and saves its screenshot when SCREENSHOTS=1. */
 export async function checkPage(page: Page, viewport: Viewport, name: string): Promise<void> {
+  // A click on a link resolves before the next page is loaded: checked mid-load, its body could
+  // still be null (CI's Node 26 leg once read document.body.scrollWidth of a page not yet parsed).
+  await page.waitForLoadState('load')
   const layout = await horizontalLayout(page)
   expect.soft(layout.offenders, `${name} at ${viewport.width} px: controls outside the viewport`).toEqual([])
   expect
