@@ -10,7 +10,7 @@ export const TABLES = [
   'api_keys',
   'audit_log',
   'contact_counts',
-  'contact_import_files',
+  'contact_import_file_parts',
   'contact_imports',
   'contact_tags',
   'contact_terms',

@@ -10,7 +10,7 @@ import type {
 } from '../contacts/contacts.table.js'
 import type { EventSequenceTable, EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
-import type { ContactImportFilesTable, ContactImportsTable } from '../imports/imports.table.js'
+import type { ContactImportFilePartsTable, ContactImportsTable } from '../imports/imports.table.js'
 import type { InvitationsTable } from '../invitations/invitations.table.js'
 import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
 import type { WebhookDeliveriesTable, WebhookDispatchTable, WebhookEndpointsTable } from '../webhooks/webhooks.table.js'
@@ -23,7 +23,7 @@ export interface Database {
   contact_terms: ContactTermsTable
   contact_counts: ContactCountsTable
   contact_imports: ContactImportsTable
-  contact_import_files: ContactImportFilesTable
+  contact_import_file_parts: ContactImportFilePartsTable
   events: EventsTable
   event_sequence: EventSequenceTable
   users: UsersTable

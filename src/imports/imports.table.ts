@@ -28,9 +28,14 @@ export interface ContactImportsTable {
 export const IMPORT_STATES = ['queued', 'validating', 'writing', 'done', 'failed'] as const
 export type ImportState = (typeof IMPORT_STATES)[number]
 
-/** The uploaded file of an unfinished job (deleted when it ends). */
-export interface ContactImportFilesTable {
+/**
+ * A part of the uploaded file of an unfinished job (deleted when it ends), written before the
+ * job's row: parts 0, 1, … in file order, each at most IMPORT_PART_BYTES (imports.store.ts).
+ */
+export interface ContactImportFilePartsTable {
   account_id: string
   import_id: string
+  part: number
+  created_at: string
   data: Uint8Array
 }

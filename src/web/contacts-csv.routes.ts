@@ -6,15 +6,17 @@ import { Type } from '@sinclair/typebox'
 import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
 import { IMPORT_MAX_BYTES, IMPORT_MAX_ROWS } from '../contacts/contacts.csv-import.js'
 import { isUniqueViolation } from '../db/dialect.js'
-import { inTransaction } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import {
   countImportsSince,
+  deleteImportFile,
+  deleteStrayImportParts,
   findImport,
   findUnfinishedImportId,
   insertImport,
   isFinished,
+  writeImportFile,
 } from '../imports/imports.store.js'
 import { newId } from '../lib/ids.js'
 import { importJobPage, importPage } from './pages/import-pages.js'
@@ -113,23 +115,8 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
         `This account has started ${deps.config.imports.perHour} imports in the last hour, its limit: try again later.`,
       )
     }
-    const id = newId('contactImport')
-    try {
-      await inTransaction(db, (trx) =>
-        insertImport(trx, account.id, {
-          id,
-          fileName: fileName.slice(0, FILE_NAME_MAX),
-          file,
-          now: at.toISOString(),
-        }),
-      )
-    } catch (error) {
-      if (!isUniqueViolation(error)) {
-        throw error
-      }
-      // One unfinished import per account (a partial unique index): the file is not kept.
-      const runningId = await findUnfinishedImportId(db, account.id)
-      return render(
+    const refuseRunning = (runningId: string | undefined) =>
+      render(
         request,
         reply,
         (c) =>
@@ -140,6 +127,24 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
           }),
         409,
       )
+    await deleteStrayImportParts(db, account.id, hourAgo)
+    const running = await findUnfinishedImportId(db, account.id)
+    if (running !== undefined) {
+      return refuseRunning(running)
+    }
+    const id = newId('contactImport')
+    const now = at.toISOString()
+    // The parts first, the job's row last: a runner claims only a job whose file is whole.
+    await writeImportFile(db, account.id, id, file, now)
+    try {
+      await insertImport(db, account.id, { id, fileName: fileName.slice(0, FILE_NAME_MAX), now })
+    } catch (error) {
+      await deleteImportFile(db, account.id, id)
+      if (!isUniqueViolation(error)) {
+        throw error
+      }
+      // One unfinished import per account (a partial unique index): another upload won the race.
+      return refuseRunning(await findUnfinishedImportId(db, account.id))
     }
     deps.imports.wake()
     return reply.redirect(`/app/${account.id}/contacts/imports/${id}`, 303)

@@ -12,3 +12,4 @@ export * as m20261124T121123_contact_counts from './20261124T121123-contact-coun
 export * as m20261124T134207_invitations_and_session_activity from './20261124T134207-invitations-and-session-activity.js'
 export * as m20261124T134246_contact_imports from './20261124T134246-contact-imports.js'
 export * as m20261124T135240_idempotency_account_created from './20261124T135240-idempotency-account-created.js'
+export * as m20261124T230000_import_file_parts from './20261124T230000-import-file-parts.js'
