@@ -595,6 +595,8 @@ async function runDb(db: Db, options: Options, taskset: boolean, cleanups: Array
       PORT: String(port),
       HOST: '127.0.0.1',
       RATE_LIMIT_PER_SECOND: '0',
+      // The full run seeds 1,000,000 contacts, the default quota: POST /contacts would be 403.
+      MAX_CONTACTS_PER_ACCOUNT: '1000000000',
       NODE_ENV: 'production',
       ...(mode === 'api-only' ? { WEBHOOK_WORKER: 'off' } : {}),
     }

@@ -290,6 +290,46 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     }
   })
 
+  it("the import file parts migration moves an unfinished job's file to part 0, and back down", async () => {
+    const { account } = await createAccountWithKey(database.db, {
+      name: 'Parts',
+      now: new Date(),
+      keyPrefix: 'service',
+    })
+    const undone: string[] = []
+    while (!undone.includes('20261124T230000_import_file_parts')) {
+      const [name] = await migrateDown(database)
+      expect(name).toBeDefined()
+      undone.push(name as string)
+    }
+    // A job and its file as the previous release stored them: one row, the whole file.
+    const file = Buffer.concat([Buffer.from('email\nparts@example.com\n'), Buffer.from([0, 0xff])])
+    await sql`insert into contact_imports (account_id, id, state, file_name, rows_validated, rows_written,
+        created, updated, unchanged, error_count, created_at, updated_at)
+      values (${account.id}, 'imp_01M00000000000000000000001', 'queued', 'a.csv', 0, 0, 0, 0, 0, 0,
+        '2026-11-24T20:00:00.000Z', '2026-11-24T20:00:00.000Z')`.execute(database.db)
+    await sql`insert into contact_import_files (account_id, import_id, data)
+      values (${account.id}, 'imp_01M00000000000000000000001', ${file})`.execute(database.db)
+
+    expect(await migrateToLatest(database)).toEqual(undone.reverse())
+    const parts = await database.db
+      .selectFrom('contact_import_file_parts')
+      .select(['import_id', 'part', 'created_at', 'data'])
+      .where('account_id', '=', account.id)
+      .execute()
+    expect(parts.map((p) => [p.import_id, p.part, p.created_at])).toEqual([
+      ['imp_01M00000000000000000000001', 0, '2026-11-24T20:00:00.000Z'],
+    ])
+    expect(Buffer.compare(Buffer.from(parts[0]?.data ?? []), file)).toBe(0)
+
+    expect(await migrateDown(database)).toEqual(['20261124T230000_import_file_parts'])
+    const back = await sql<{
+      data: Uint8Array
+    }>`select data from contact_import_files where account_id = ${account.id}`.execute(database.db)
+    expect(Buffer.compare(Buffer.from(back.rows[0]?.data ?? []), file)).toBe(0)
+    expect(await migrateToLatest(database)).toEqual(['20261124T230000_import_file_parts'])
+  })
+
   it('every tenant table leads its primary key, foreign keys and unique indexes with account_id', async () => {
     const shape = await describeSchema(database)
     expect(shape.primaryKeys.accounts).toEqual(['id'])
