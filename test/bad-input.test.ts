@@ -1,4 +1,5 @@
 // Bad input gets a clear 4xx problem and changes nothing; never a 5xx.
+import { gzipSync } from 'node:zlib'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from './harness.js'
@@ -166,6 +167,13 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       'unsupported_media_type',
     ],
     ['text/plain', '{"email":"a@example.com"}', { 'content-type': 'text/plain' }, 415, 'unsupported_media_type'],
+    [
+      'a gzip-compressed body (Content-Encoding: gzip)',
+      gzipSync('{"email":"gz@example.com"}'),
+      { 'content-type': 'application/json', 'content-encoding': 'gzip' },
+      415,
+      'unsupported_media_type',
+    ],
     ['no body at all', '', {}, 400, 'invalid_parameter'],
   ]
 
@@ -203,6 +211,27 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       }
     }
     expect(await snapshotAccount(t, acme)).toEqual(before)
+  })
+
+  it('a compressed body is 415 with Accept-Encoding: identity (RFC 9110 §15.5.16), whatever the coding', async () => {
+    for (const coding of ['gzip', 'br', 'deflate, gzip']) {
+      const res = await t.inject(acme, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: gzipSync('{"email":"gz@example.com"}'),
+        headers: { ...json, 'content-encoding': coding },
+      })
+      expectProblem(res, 415, 'unsupported_media_type')
+      expect(res.headers['accept-encoding'], coding).toBe('identity')
+    }
+    // identity is no coding at all.
+    const plain = await t.inject(acme, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      payload: { email: 'identity@example.com' },
+      headers: { 'content-encoding': 'identity' },
+    })
+    expect(plain.statusCode, plain.body).toBe(201)
   })
 
   it('a __proto__ key is refused as such, not as invalid JSON', async () => {
