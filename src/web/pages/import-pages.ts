@@ -61,13 +61,18 @@ const STATE_TEXT = {
   writing: 'Every row is valid. Writing the contacts…',
 } as const
 
+// Control characters (a NUL above all, which HTML may not hold) are shown as their Unicode
+// control pictures, ␀ for U+0000: the report shows where the bad byte is instead of hiding it.
+const visible = (text: string) =>
+  text.replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)))
+
 const shownValue = (value: string) =>
-  value.length > VALUE_SHOWN_MAX ? `${value.slice(0, VALUE_SHOWN_MAX)}… (${value.length} characters)` : value
+  visible(value.length > VALUE_SHOWN_MAX ? `${value.slice(0, VALUE_SHOWN_MAX)}… (${value.length} characters)` : value)
 
 function errorRows(errors: ImportError[]): Html {
   return html`${errors.map(
     (e) =>
-      html`<tr><td data-label="Row">${e.row === 0 ? 'file' : e.row}</td><td class="mono" data-label="Column">${e.field}</td><td class="mono" data-label="Value">${e.value === undefined ? '' : shownValue(e.value)}</td><td data-label="What to fix">${e.message}</td></tr>`,
+      html`<tr><td data-label="Row">${e.row === 0 ? 'file' : e.row}</td><td class="mono" data-label="Column">${visible(e.field)}</td><td class="mono" data-label="Value">${e.value === undefined ? '' : shownValue(e.value)}</td><td data-label="What to fix">${e.message}</td></tr>`,
   )}`
 }
 
