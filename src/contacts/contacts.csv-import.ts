@@ -23,15 +23,53 @@ export interface ImportError {
   row: number
   field: string
   message: string
-  /** The cell as the file has it (absent for a problem of the whole file). */
+  /** The cell as the file has it, cut at PROBLEM_VALUE_MAX characters (absent for a problem of the whole file). */
   value?: string
+  /** The cell's whole length, when `value` was cut. */
+  valueLength?: number
 }
+
+/** Problems kept and reported; the rest are counted. A file of millions of bad cells is 5 MiB of them. */
+export const IMPORT_PROBLEMS_KEPT = 200
+/** A cell is kept in a problem up to this many characters: the row and column say where the rest is. */
+export const PROBLEM_VALUE_MAX = 120
+/** More header cells than this is not a contacts file (there are 11 columns): refused as a whole. */
+const HEADER_CELLS_MAX = 100
 
 export type ImportRow = ContactInput & { email: string }
 
-export type ParsedImport = { ok: true; rows: ImportRow[] } | { ok: false; errors: ImportError[] }
+/** A failed parse: the first IMPORT_PROBLEMS_KEPT problems, and how many there were in all. */
+export type ParsedImport = { ok: true; rows: ImportRow[] } | { ok: false; errors: ImportError[]; count: number }
 
-const fileError = (message: string): ParsedImport => ({ ok: false, errors: [{ row: 0, field: 'file', message }] })
+const fileError = (message: string): ParsedImport => ({
+  ok: false,
+  errors: [{ row: 0, field: 'file', message }],
+  count: 1,
+})
+
+/** Collects problems: keeps the first IMPORT_PROBLEMS_KEPT, values cut, and counts them all. */
+function problemList() {
+  const kept: ImportError[] = []
+  let count = 0
+  return {
+    add(problem: ImportError): void {
+      count++
+      if (kept.length >= IMPORT_PROBLEMS_KEPT) {
+        return
+      }
+      const { value } = problem
+      kept.push(
+        value !== undefined && value.length > PROBLEM_VALUE_MAX
+          ? { ...problem, value: value.slice(0, PROBLEM_VALUE_MAX), valueLength: value.length }
+          : problem,
+      )
+    },
+    get count() {
+      return count
+    },
+    failed: (): ParsedImport => ({ ok: false, errors: kept, count }),
+  }
+}
 
 /**
  * Bytes handed to the decoder and the parser at a time: about 1 ms of csv-parse work, so a slice
@@ -126,18 +164,23 @@ export async function parseContactsCsv(
     )
   }
   // A column name, not an email: emailKey would say the wrong thing here.
+  if (header.length > HEADER_CELLS_MAX) {
+    return fileError(
+      `The header row has ${header.length.toLocaleString('en')} columns: a contacts file has at most ${CSV_COLUMNS.length} (${CSV_COLUMNS.join(', ')}).`,
+    )
+  }
   const columns = header.map((name) => name.trim().toLowerCase())
-  const headerErrors: ImportError[] = []
+  const headerErrors = problemList()
   columns.forEach((name, i) => {
     if (!(CSV_COLUMNS as readonly string[]).includes(name)) {
-      headerErrors.push({
+      headerErrors.add({
         row: 1,
         field: name || `column ${i + 1}`,
         message: `Rename or remove this column: the known columns are ${CSV_COLUMNS.join(', ')}.`,
         value: header[i] ?? '',
       })
     } else if (columns.indexOf(name) !== i) {
-      headerErrors.push({
+      headerErrors.add({
         row: 1,
         field: name,
         message: 'Remove the second column with this name.',
@@ -146,20 +189,20 @@ export async function parseContactsCsv(
     }
   })
   if (!columns.includes('email')) {
-    headerErrors.push({
+    headerErrors.add({
       row: 1,
       field: 'email',
       message: 'Add an email column: the import matches contacts by email.',
     })
   }
-  if (headerErrors.length > 0) {
-    return { ok: false, errors: headerErrors }
+  if (headerErrors.count > 0) {
+    return headerErrors.failed()
   }
   if (body.length === 0) {
     return fileError('The file has no contacts below its header row.')
   }
 
-  const errors: ImportError[] = []
+  const errors = problemList()
   const rows: ImportRow[] = []
   const firstRowOfEmail = new Map<string, number>()
   const cellOf = (record: string[], field: string): string => {
@@ -184,7 +227,9 @@ export async function parseContactsCsv(
       }
     }
     if (rowErrors.length > 0) {
-      errors.push(...rowErrors.map((e) => ({ row: rowNumber, ...e, value: cellOf(record, e.field) })))
+      for (const e of rowErrors) {
+        errors.add({ row: rowNumber, ...e, value: cellOf(record, e.field) })
+      }
     } else {
       rows.push(input as ImportRow)
     }
@@ -194,7 +239,7 @@ export async function parseContactsCsv(
     await pause()
   }
   await onProgress(body.length, body.length)
-  return errors.length > 0 ? { ok: false, errors } : { ok: true, rows }
+  return errors.count > 0 ? errors.failed() : { ok: true, rows }
 }
 
 /** Rows checked between two progress reports. */

@@ -87,6 +87,7 @@ describe('the CSV import check', () => {
     expect(result).toEqual({
       ok: false,
       errors: [expect.objectContaining({ row: 2, field: 'email', value: 'not-an-email' })],
+      count: 1,
     })
   })
 

@@ -22,7 +22,7 @@ export type CheckRequest =
 
 export type CheckReply =
   | { type: 'progress'; job: number; checked: number; total: number }
-  | { type: 'failed'; job: number; errors: ImportError[] }
+  | { type: 'failed'; job: number; errors: ImportError[]; count: number }
   | { type: 'checked'; job: number; total: number }
   | { type: 'crashed'; job: number; message: string }
   | { type: 'rows'; job: number; id: number; rows: ImportRow[] }
@@ -37,7 +37,8 @@ export interface CheckedFile {
   close(): void
 }
 
-export type FileCheck = { ok: true; file: CheckedFile } | { ok: false; errors: ImportError[] }
+/** A bad file: its first problems (IMPORT_PROBLEMS_KEPT at most, cut in the worker) and their count. */
+export type FileCheck = { ok: true; file: CheckedFile } | { ok: false; errors: ImportError[]; count: number }
 
 export interface ImportChecker {
   /**
@@ -200,7 +201,9 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
       signal.removeEventListener('abort', onAbort)
       jobs.delete(job)
       idle()
-      return { ok: false, errors: outcome.type === 'failed' ? outcome.errors : [] }
+      return outcome.type === 'failed'
+        ? { ok: false, errors: outcome.errors, count: outcome.count }
+        : { ok: false, errors: [], count: 0 }
     }
 
     const ask = (type: 'rows' | 'emails', from: number, to: number) =>

@@ -29,7 +29,7 @@ async function check(job: number, file: Uint8Array): Promise<void> {
     checkedRows.set(job, parsed.rows)
     send({ type: 'checked', job, total: parsed.rows.length })
   } else {
-    send({ type: 'failed', job, errors: parsed.errors })
+    send({ type: 'failed', job, errors: parsed.errors, count: parsed.count })
   }
 }
 

@@ -10,7 +10,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import { contactCount } from '../contacts/contact-count.js'
-import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
+import { IMPORT_PROBLEMS_KEPT, type ImportError, type ImportRow } from '../contacts/contacts.csv-import.js'
 import { countNewEmails, type ImportSummary, importContacts } from '../contacts/contacts.import.js'
 import { ruleErrors } from '../contacts/contacts.messages.js'
 import { retryOnConflict } from '../contacts/contacts.store.js'
@@ -51,9 +51,6 @@ const WRITE_SLICE_MS = 2
 const WRITE_BATCH_ROWS = 10
 export const WRITE_CHUNK_ROWS = 500
 
-/** Problems kept with a failed job and shown on its page; the rest are counted. */
-const ERRORS_KEPT = 200
-
 /** The job was stopped (shutdown) or taken over by another runner: leave it as it is. */
 export class ImportInterrupted extends Error {}
 
@@ -72,11 +69,11 @@ export async function runImport(
   const now = () => clock.now().toISOString()
   const lease = () => new Date(clock.now().getTime() + deps.leaseMs).toISOString()
   const update = (change: ImportChange) => updateImport(db, accountId, id, { ...change, updated_at: now() })
-  const fail = async (errors: ImportError[]) => {
+  const fail = async (errors: ImportError[], count = errors.length) => {
     await update({
       state: 'failed',
-      error_count: errors.length,
-      errors: JSON.stringify(errors.slice(0, ERRORS_KEPT)),
+      error_count: count,
+      errors: JSON.stringify(errors.slice(0, IMPORT_PROBLEMS_KEPT)),
       lease_expires_at: null,
       finished_at: now(),
     })
@@ -101,7 +98,7 @@ export async function runImport(
     throw signal.aborted ? new ImportInterrupted('stopped') : error
   }
   if (!check.ok) {
-    await fail(check.errors)
+    await fail(check.errors, check.count)
     return
   }
   const checked = check.file

@@ -245,6 +245,46 @@ describe.each(testDialects())('CSV import job on %s', (dialect) => {
     expect(await snapshot(s)).toEqual(before)
   })
 
+  it('keeps the first 200 problems, each cell cut at 120 characters, and counts the rest', async () => {
+    const s = await signUp('manyproblems')
+    const before = await snapshot(s)
+    // 250 rows with a 20,000-character first_name: 250 problems, 5 MB of cells.
+    const csv = [
+      'email,first_name',
+      ...Array.from({ length: 250 }, (_, i) => `many-${i}@example.com,${'y'.repeat(20_000)}`),
+    ].join('\n')
+    const { location, page } = await importCsv(s, csv)
+    expect(page.body).toContain('Nothing was imported: 250 problems found.')
+    expect(page.body).toContain('…and 50 more.')
+    const rows = reportRows(page.body)
+    expect(rows).toHaveLength(200)
+    expect(rows[0]).toEqual([
+      '2',
+      'first_name',
+      `${'y'.repeat(120)}… (20000 characters)`,
+      'Shorten it to at most 256 characters.',
+    ])
+    // What the job keeps is the report, not the file: a few hundred bytes a problem.
+    const id = location.split('/').pop() as string
+    const stored = await t.db
+      .selectFrom('contact_imports')
+      .select(['error_count', 'errors'])
+      .where('account_id', '=', s.accountId)
+      .where('id', '=', id)
+      .executeTakeFirstOrThrow()
+    expect(stored.error_count).toBe(250)
+    expect(stored.errors?.length).toBeLessThan(200 * 400)
+    expect(await snapshot(s)).toEqual(before)
+  })
+
+  it('refuses a header row of thousands of columns as a whole, with one problem', async () => {
+    const s = await signUp('widefile')
+    const { page } = await importCsv(s, `email${',c'.repeat(50_000)}\nw@example.com${','.repeat(50_000)}\n`)
+    expect(page.body).toContain('Nothing was imported: 1 problem found.')
+    expect(page.body).toContain('The header row has 50,001 columns: a contacts file has at most 11')
+    expect(reportRows(page.body)).toHaveLength(1)
+  })
+
   it('imports nothing from a malformed file, an unknown column or a file without email', async () => {
     const s = await signUp('malformed')
     const before = await snapshot(s)

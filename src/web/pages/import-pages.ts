@@ -1,14 +1,9 @@
 // CSV import pages: the upload form, and one job's page (progress while it runs, then its result
 // or every problem by row, column and value).
-import type { ImportError } from '../../contacts/contacts.csv-import.js'
+import { IMPORT_PROBLEMS_KEPT, type ImportError, PROBLEM_VALUE_MAX } from '../../contacts/contacts.csv-import.js'
 import type { ImportJob } from '../../imports/imports.store.js'
 import { type Html, html } from '../html.js'
 import { csrfInput, layout, type PageContext } from './layout.js'
-
-/** Problems listed on a failed job's page; the job keeps no more (the rest are counted). */
-const REPORT_MAX = 200
-/** A long cell is cut for the report: the row and column say where the whole of it is. */
-const VALUE_SHOWN_MAX = 120
 
 const contactsUrl = (accountId: string) => `/app/${accountId}/contacts`
 
@@ -66,13 +61,21 @@ const STATE_TEXT = {
 const visible = (text: string) =>
   text.replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)))
 
-const shownValue = (value: string) =>
-  visible(value.length > VALUE_SHOWN_MAX ? `${value.slice(0, VALUE_SHOWN_MAX)}… (${value.length} characters)` : value)
+// The parser keeps PROBLEM_VALUE_MAX characters of a cell and its length; jobs stored before it
+// kept the whole cell, cut here.
+const shownValue = ({ value = '', valueLength }: ImportError) =>
+  visible(
+    valueLength !== undefined
+      ? `${value}… (${valueLength} characters)`
+      : value.length > PROBLEM_VALUE_MAX
+        ? `${value.slice(0, PROBLEM_VALUE_MAX)}… (${value.length} characters)`
+        : value,
+  )
 
 function errorRows(errors: ImportError[]): Html {
   return html`${errors.map(
     (e) =>
-      html`<tr><td data-label="Row">${e.row === 0 ? 'file' : e.row}</td><td class="mono" data-label="Column">${visible(e.field)}</td><td class="mono" data-label="Value">${e.value === undefined ? '' : shownValue(e.value)}</td><td data-label="What to fix">${e.message}</td></tr>`,
+      html`<tr><td data-label="Row">${e.row === 0 ? 'file' : e.row}</td><td class="mono" data-label="Column">${visible(e.field)}</td><td class="mono" data-label="Value">${e.value === undefined ? '' : shownValue(e)}</td><td data-label="What to fix">${e.message}</td></tr>`,
   )}`
 }
 
@@ -94,8 +97,8 @@ export function importJobPage(context: PageContext, data: ImportFormView & { job
     }</div>
 <div class="table-wrap"><table class="cards import-errors"><caption class="hint">Row numbers count the header as row 1, as a spreadsheet does.</caption>
 <thead><tr><th>Row</th><th>Column</th><th>Value</th><th>What to fix</th></tr></thead><tbody>
-${errorRows(job.errors.slice(0, REPORT_MAX))}
-${job.error_count > REPORT_MAX ? html`<tr><td colspan="4" class="hint">…and ${job.error_count - REPORT_MAX} more.</td></tr>` : ''}
+${errorRows(job.errors.slice(0, IMPORT_PROBLEMS_KEPT))}
+${job.error_count > IMPORT_PROBLEMS_KEPT ? html`<tr><td colspan="4" class="hint">…and ${job.error_count - IMPORT_PROBLEMS_KEPT} more.</td></tr>` : ''}
 </tbody></table></div>
 <h2>Import the corrected file</h2>
 ${importForm(context, data)}`
