@@ -59,6 +59,7 @@ const STATE_TEXT = {
 // Control characters (a NUL above all, which HTML may not hold) are shown as their Unicode
 // control pictures, ␀ for U+0000: the report shows where the bad byte is instead of hiding it.
 const visible = (text: string) =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   text.replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)))
 
 // The parser keeps PROBLEM_VALUE_MAX characters of a cell and its length; jobs stored before it
