@@ -52,7 +52,7 @@ function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandl
   // The CLI and a running server share the file: wait for the other's write instead of failing.
   // First, so that switching a new file to WAL waits too when another process opens it at once.
   database.pragma('busy_timeout = 5000')
-  database.pragma('journal_mode = WAL')
+  switchToWal(database)
   database.pragma(`synchronous = ${synchronous}`)
   database.pragma('foreign_keys = ON')
   // better-sqlite3 builds SQLite with a 16 MB page cache; pages not in it come from the OS's page
@@ -64,6 +64,29 @@ function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandl
     'sqlite',
   )
 }
+
+/**
+ * `journal_mode = WAL`, retried on SQLITE_BUSY for up to WAL_SWITCH_WAIT_MS. Switching a new file
+ * needs its exclusive lock, and when two connections that both hold the shared lock ask for it
+ * (two processes opening the file at once), SQLite answers SQLITE_BUSY at once rather than call
+ * the busy handler, which could deadlock: busy_timeout does not cover it. Start-up only, so the
+ * wait between tries may block (test/sqlite-open-race.test.ts: 6 processes × 8 new files).
+ */
+function switchToWal(database: SQLite.Database): void {
+  const deadline = Date.now() + WAL_SWITCH_WAIT_MS
+  for (;;) {
+    try {
+      database.pragma('journal_mode = WAL')
+      return
+    } catch (error) {
+      if ((error as { code?: string }).code !== 'SQLITE_BUSY' || Date.now() > deadline) {
+        throw error
+      }
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5 + Math.random() * 20)
+    }
+  }
+}
+const WAL_SWITCH_WAIT_MS = 5000
 
 /** SQLite's page cache, in KiB (a negative cache_size is KiB, a positive one pages). */
 const SQLITE_CACHE_KIB = 4096
