@@ -214,7 +214,7 @@ function localSecret(config: Config): string {
   const stat = statSync(file)
   const uid = process.getuid?.()
   if (uid !== undefined && (stat.uid !== uid || (stat.mode & 0o077) !== 0)) {
-    throw new Error(
+    throw new StartError(
       `${file} (the secret beside the SQLite database) must belong to this user and be readable by it alone (mode 0600; it is ${(stat.mode & 0o777).toString(8)}, owner uid ${stat.uid}). Run: chmod 600 ${file}, or delete it to have a new one made (signed cursors and sessions then end).`,
     )
   }

@@ -625,6 +625,10 @@ describe('contacts-api with a bad configuration', () => {
     chmodSync(file, 0o644)
     // Thrown out of the command (main.ts prints it and exits 1).
     await expect(cli(['migrate'], env)).rejects.toThrow(`chmod 600 ${file}`)
+    // `serve` says it in one line, as for every other reason it cannot start.
+    const served = await cli(['serve'], { ...env, PORT: '0' })
+    expect(served.code).toBe(1)
+    expect(served.err).toEqual([expect.stringMatching(/^contacts-api: cannot start: .*chmod 600 /)])
     chmodSync(file, 0o600)
     expect((await cli(['migrate'], env)).code).toBe(0)
   })

@@ -6,6 +6,8 @@ export interface WebClient {
   get(url: string): Promise<LightMyRequestResponse>
   /** Posts a urlencoded form; `_csrf` is taken from the last page unless given. */
   post(url: string, fields: Record<string, string>): Promise<LightMyRequestResponse>
+  /** Opens the account's import form (for its token), then uploads `content` as the file, as a browser does. */
+  uploadCsv(accountId: string, content: string | Buffer, filename?: string): Promise<LightMyRequestResponse>
   csrf(): string
 }
 
@@ -43,6 +45,22 @@ export function webClient(app: FastifyInstance): WebClient {
           url,
           headers: { cookie: cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
           payload: body,
+        }),
+      )
+    },
+    async uploadCsv(accountId, content, filename = 'a.csv') {
+      const form = `/app/${accountId}/contacts/import`
+      await client.get(form)
+      const body = multipart([
+        { name: '_csrf', value: client.csrf() },
+        { name: 'file', filename, content },
+      ])
+      return remember(
+        await app.inject({
+          method: 'POST',
+          url: form,
+          payload: body.payload,
+          headers: { ...body.headers, cookie: cookieHeader() },
         }),
       )
     },

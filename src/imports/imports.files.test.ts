@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
-import { multipart, signUp } from '../../test/web-client.js'
+import { signUp } from '../../test/web-client.js'
 import { newId } from '../lib/ids.js'
 import { deleteImportFile, IMPORT_PART_BYTES, insertImport, readImportFile, writeImportFile } from './imports.store.js'
 
@@ -51,7 +51,7 @@ describe.each(testDialects())('import files in parts on %s', (dialect) => {
     expect(await readImportFile(t.db, accountId, id)).toBeUndefined()
   })
 
-  it("an upload deletes the account's stray parts over an hour old, not a newer upload's or an unfinished job's", async () => {
+  it("an accepted upload deletes the account's parts over an hour old; a refused one and others' keep theirs", async () => {
     const { client, accountId } = await signUp(t.app, `stray-${++accounts}@example.com`)
     const other = await signUp(t.app, `stray-other-${++accounts}@example.com`)
     const longAgo = new Date(Date.now() - 2 * HOUR).toISOString()
@@ -69,21 +69,26 @@ describe.each(testDialects())('import files in parts on %s', (dialect) => {
     // Another account's stray parts are its own next upload's business.
     const othersStray = newId('contactImport')
     await writeImportFile(t.db, other.accountId, othersStray, bytes, longAgo)
+    const importIds = async (id: string) => (await parts(id)).map((p) => p.import_id).sort()
 
-    await client.get(`/app/${accountId}/contacts/import`)
-    const uploaded = await t.app.inject({
-      method: 'POST',
-      url: `/app/${accountId}/contacts/import`,
-      cookies: { sid: client.cookies.get('sid') ?? '' },
-      ...multipart([
-        { name: '_csrf', value: client.csrf() },
-        { name: 'file', filename: 'a.csv', content: 'email\nada@example.com\n' },
-      ]),
-    })
-    // The queued job holds the account's one unfinished import: this upload is refused (409) and
-    // stores nothing, but the sweep ran first.
-    expect(uploaded.statusCode, uploaded.body).toBe(409)
-    expect((await parts(accountId)).map((p) => p.import_id).sort()).toEqual([queued, storing].sort())
-    expect((await parts(other.accountId)).map((p) => p.import_id)).toEqual([othersStray])
+    // The queued job holds the account's one unfinished import: this upload is refused (409),
+    // stores nothing and deletes nothing.
+    const refused = await client.uploadCsv(accountId, 'email\nada@example.com\n')
+    expect(refused.statusCode, refused.body).toBe(409)
+    expect(await importIds(accountId)).toEqual([queued, storing, stray].sort())
+
+    // The job ends, its file left behind (a crash between its end and the file's delete): the next
+    // upload is accepted and deletes the hour-old parts, not the minute-old ones nor another account's.
+    await t.db
+      .updateTable('contact_imports')
+      .set({ state: 'done', finished_at: longAgo })
+      .where('account_id', '=', accountId)
+      .where('id', '=', queued)
+      .execute()
+    const accepted = await client.uploadCsv(accountId, 'email\nada@example.com\n')
+    expect(accepted.statusCode, accepted.body).toBe(303)
+    await t.deps.imports.drain()
+    expect(await importIds(accountId)).toEqual([storing])
+    expect(await importIds(other.accountId)).toEqual([othersStray])
   })
 })

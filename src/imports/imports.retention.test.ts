@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
-import { multipart, signUp } from '../../test/web-client.js'
+import { signUp } from '../../test/web-client.js'
 import { newId } from '../lib/ids.js'
 import { insertImport, purgeFinishedImports } from './imports.store.js'
 
@@ -18,16 +18,7 @@ describe.each(testDialects())('import retention on %s', (dialect) => {
 
   it("a finished job's page is gone once its retention passed; an unfinished job's stays", async () => {
     const { client, accountId } = await signUp(t.app, 'retention@example.com')
-    await client.get(`/app/${accountId}/contacts/import`)
-    const uploaded = await t.app.inject({
-      method: 'POST',
-      url: `/app/${accountId}/contacts/import`,
-      cookies: { sid: client.cookies.get('sid') ?? '' },
-      ...multipart([
-        { name: '_csrf', value: client.csrf() },
-        { name: 'file', filename: 'a.csv', content: 'email\nada@example.com\n' },
-      ]),
-    })
+    const uploaded = await client.uploadCsv(accountId, 'email\nada@example.com\n')
     expect(uploaded.statusCode, uploaded.body).toBe(303)
     const finished = String(uploaded.headers.location)
     await t.deps.imports.drain()

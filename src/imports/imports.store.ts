@@ -111,18 +111,16 @@ export async function deleteImportFile(db: Db, accountId: string, importId: stri
 }
 
 /**
- * Parts no unfinished job owns, stored before `before`: left by a process that stopped between
- * an upload's parts and its job's row (or between a job's end and its file's delete). The
- * account's next upload deletes them; the hour keeps them clear of an upload still being stored.
+ * The account's parts stored before `before`, when it has no unfinished job (the caller checked):
+ * left by a process that stopped between an upload's parts and its job's row, or between a job's
+ * end and its file's delete. The account's next upload deletes them; the hour keeps them clear of
+ * another upload's parts being stored at the same time.
  */
 export async function deleteStrayImportParts(db: Db, accountId: string, before: string): Promise<void> {
   await db
     .deleteFrom('contact_import_file_parts')
     .where('account_id', '=', accountId)
     .where('created_at', '<', before)
-    .where('import_id', 'not in', (eb) =>
-      eb.selectFrom('contact_imports').select('id').where('account_id', '=', accountId).where(UNFINISHED),
-    )
     .execute()
 }
 

@@ -127,11 +127,12 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
           }),
         409,
       )
-    await deleteStrayImportParts(db, account.id, hourAgo)
     const running = await findUnfinishedImportId(db, account.id)
     if (running !== undefined) {
       return refuseRunning(running)
     }
+    // No unfinished job: whatever parts are an hour old belong to no job.
+    await deleteStrayImportParts(db, account.id, hourAgo)
     const id = newId('contactImport')
     const now = at.toISOString()
     // The parts first, the job's row last: a runner claims only a job whose file is whole.

@@ -434,17 +434,8 @@ describe.each(testDialects())('CSV import within MAX_CONTACTS_PER_ACCOUNT on %s'
 
   it('imports nothing when the file would pass the quota; updates still count as none', async () => {
     const { client, accountId } = await signUpClient(t.app, `quota-${++users}@example.com`, 'Quota')
-    await client.get(`/app/${accountId}/contacts/import`)
     const send = async (csv: string) => {
-      const res = await t.app.inject({
-        method: 'POST',
-        url: `/app/${accountId}/contacts/import`,
-        cookies: { sid: client.cookies.get('sid') ?? '' },
-        ...multipart([
-          { name: '_csrf', value: client.csrf() },
-          { name: 'file', filename: 'q.csv', content: csv },
-        ]),
-      })
+      const res = await client.uploadCsv(accountId, csv, 'q.csv')
       expect(res.statusCode).toBe(303)
       await t.deps.imports.drain()
       return (await client.get(String(res.headers.location))).body
