@@ -1,7 +1,9 @@
 // Test harness: a fresh database of the given dialect, the app on it, and helpers that seed
 // accounts with keys and send requests as them through app.inject.
 import { randomBytes } from 'node:crypto'
-import { readFileSync } from 'node:fs'
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { PGlite } from '@electric-sql/pglite'
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
 import { Kysely, sql } from 'kysely'
@@ -48,6 +50,11 @@ export async function createTestHarness(options: {
   env?: Record<string, string>
   /** Host names for webhook URLs (test/static-resolver.ts): no test touches real DNS. */
   resolve?: Resolver
+  /**
+   * SQLite in a file of a temporary directory instead of in memory: what other connections can
+   * open (the CSV import's worker thread writes on one of its own).
+   */
+  sqliteFile?: boolean
 }): Promise<TestHarness> {
   // Rate limits are off unless a test turns them on: suites send hundreds of requests at once.
   const config = loadConfig({
@@ -60,7 +67,10 @@ export async function createTestHarness(options: {
     SIGN_UPS_PER_HOUR: '0',
     ...options.env,
   })
-  const { database, dispose } = await openTestDatabase(options.dialect, { migrated: true })
+  const { database, dispose } = await openTestDatabase(options.dialect, {
+    migrated: true,
+    sqliteFile: options.sqliteFile === true,
+  })
   // A no-op on the migrated PGlite dump, unless a migration was added since the global setup made it.
   await migrateToLatest(database)
   const deps = createDeps(config, {
@@ -160,13 +170,20 @@ const IDLE_PGLITES_MAX = 4
  * A fresh database of the dialect: empty, or with `migrated` the PGlite leg starts migrated (a
  * given-back instance, emptied, or one loaded from the dump the global setup made); SQLite in
  * memory and a PostgreSQL schema migrate in tens of milliseconds, so they start empty. The caller
- * still runs `migrateToLatest`. `dispose` removes what outlives it (the PostgreSQL schema); it does
- * not close it.
+ * still runs `migrateToLatest`. `dispose` removes what outlives it (the PostgreSQL schema, the
+ * SQLite file's directory); it does not close it.
  */
 export async function openTestDatabase(
   dialect: TestDialect,
-  options: { migrated?: boolean } = {},
+  options: { migrated?: boolean; sqliteFile?: boolean } = {},
 ): Promise<{ database: DatabaseHandle; dispose(): Promise<void> }> {
+  if (dialect === 'sqlite' && options.sqliteFile) {
+    const dir = mkdtempSync(path.join(tmpdir(), 'contacts-test-'))
+    return {
+      database: openDatabase({ kind: 'sqlite', path: path.join(dir, 'contacts.sqlite'), synchronous: 'NORMAL' }),
+      dispose: async () => rmSync(dir, { recursive: true, force: true }),
+    }
+  }
   if (dialect === 'sqlite') {
     return {
       database: openDatabase({ kind: 'sqlite', path: ':memory:', synchronous: 'NORMAL' }),

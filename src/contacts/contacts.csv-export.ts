@@ -35,33 +35,56 @@ function contactCsvRecord(contact: Contact): string[] {
 // Any CR or LF is quoted: by default only the whole record delimiter (CRLF) would be.
 const csvOptions = { record_delimiter: 'windows', quoted_match: /[\r\n]/ } as const
 
+/** A page of the export: its records as CSV text, and where the next page starts. */
+export interface ExportPage {
+  csv: string
+  /** The page's last contact id, when another page may follow. */
+  nextAfter: string | undefined
+}
+
+/** Reads the page after `afterId` (from the start when undefined). */
+export type ExportPageReader = (afterId: string | undefined) => Promise<ExportPage>
+
+/** The page of `pageSize` contacts after `afterId`, in creation order, on `db`. */
+export async function readExportPage(
+  db: Kysely<Database>,
+  accountId: string,
+  afterId: string | undefined,
+  pageSize = EXPORT_PAGE_SIZE,
+): Promise<ExportPage> {
+  // csv-stringify is loaded at the first export, not with the app (RSS: docs/performance.md).
+  const { stringify } = await import('csv-stringify/sync')
+  // No filter: every row examined is a row of the page, so no page is cut short.
+  const { rows } = await listContactRows(db, accountId, { order: 'asc', afterId, fetch: pageSize })
+  const records = rows.map((row) => contactCsvRecord(parseStoredContact(row.body)))
+  return {
+    csv: records.length > 0 ? stringify(records, csvOptions) : '',
+    nextAfter: rows.length < pageSize ? undefined : rows[rows.length - 1]?.id,
+  }
+}
+
 /**
- * Every contact of the account as CSV, in creation order. A pull stream: the next keyset page
- * is read only when the reply has sent the previous one, so memory stays constant. It yields to
- * the event loop after each page: on SQLite a page is read synchronously, and a reader as fast as
- * the loopback never makes the socket push back, so without the yield a 20,000-contact export
- * held the loop for 1.7–2 s (bench/import-neighbour.ts).
+ * Every contact of the account as CSV, in creation order, read a page at a time by `readPage`:
+ * readExportPage on the serving connection, or on an SQLite file the import's worker thread on its
+ * own (src/imports/import-check.ts). A pull stream: the next page is read only when the reply has
+ * sent the previous one, so memory stays constant. It yields to the event loop after each page: on
+ * SQLite a page read here is synchronous, and a reader as fast as the loopback never makes the
+ * socket push back, so without the yield a 20,000-contact export held the loop for 1.7–2 s
+ * (bench/import-neighbour.ts).
  */
-export function exportContactsCsv(db: Kysely<Database>, accountId: string, pageSize = EXPORT_PAGE_SIZE): Readable {
+export function exportContactsCsv(readPage: ExportPageReader): Readable {
   async function* chunks(): AsyncGenerator<string> {
-    // csv-stringify is loaded at the first export, not with the app (RSS: docs/performance.md).
     const { stringify } = await import('csv-stringify/sync')
-    const toCsv = (records: string[][]): string => stringify(records, csvOptions)
-    yield toCsv([[...CSV_COLUMNS]])
+    yield stringify([[...CSV_COLUMNS]], csvOptions)
     let afterId: string | undefined
-    for (;;) {
-      // No filter: every row examined is a row of the page, so no page is cut short.
-      const { rows } = await listContactRows(db, accountId, { order: 'asc', afterId, fetch: pageSize })
-      if (rows.length > 0) {
-        yield toCsv(rows.map((row) => contactCsvRecord(parseStoredContact(row.body))))
+    do {
+      const page = await readPage(afterId)
+      if (page.csv !== '') {
+        yield page.csv
       }
-      const last = rows[rows.length - 1]
-      if (rows.length < pageSize || !last) {
-        return
-      }
-      afterId = last.id
+      afterId = page.nextAfter
       await nextTurn()
-    }
+    } while (afterId !== undefined)
   }
   return Readable.from(chunks(), { objectMode: false })
 }

@@ -13,6 +13,11 @@ export interface DatabaseHandle {
   readonly dialect: Dialect
   /** Cheap round trip for /readyz. */
   ping(): Promise<void>
+  /**
+   * The SQLite file, when the database is one (not `:memory:`): a worker thread can open a
+   * connection of its own to it (the CSV import's writes, src/imports/import-job.ts).
+   */
+  readonly sqliteFile?: { path: string; synchronous: 'NORMAL' | 'FULL' }
   /** PostgreSQL pool state, for metrics. */
   poolStats?: () => { total: number; idle: number; waiting: number }
   close(): Promise<void>
@@ -59,10 +64,11 @@ function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandl
   // cache at a few µs each. 4 MB holds the indexes' upper levels of a million contacts and kept
   // writes within the RSS target (docs/performance.md, "RSS").
   database.pragma(`cache_size = -${SQLITE_CACHE_KIB}`)
-  return wrap(
+  const handle = wrap(
     new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
     'sqlite',
   )
+  return file === ':memory:' ? handle : { ...handle, sqliteFile: { path: file, synchronous } }
 }
 
 /**
@@ -104,7 +110,13 @@ function withStatementCache(database: SQLite.Database, max = STATEMENT_CACHE_MAX
   const cache = new Map<string, SQLite.Statement>()
   return {
     close: () => database.close(),
-    prepare(text) {
+    prepare(sqlText) {
+      // Kysely begins every transaction with a plain (deferred) BEGIN, which takes the write lock at
+      // the first write. Another connection's commit between this one's first read and its first
+      // write (the CSV import's worker thread writes on its own, import-job.ts) then fails the
+      // transaction with SQLITE_BUSY at once, busy_timeout or not: IMMEDIATE waits for the lock
+      // before the transaction reads anything.
+      const text = sqlText === 'begin' ? 'begin immediate' : sqlText
       const cached = cache.get(text)
       if (cached && !cached.busy) {
         // Re-inserted, so the Map's insertion order stays least recently used first.

@@ -11,12 +11,35 @@
 // One worker per runner, started at the first import and ended after IDLE_MS without one: starting
 // it costs 220–270 ms of CPU (its module graph, from dist/, load average ~15), too much to pay per job.
 import { Worker } from 'node:worker_threads'
+import type { ExportPage } from '../contacts/contacts.csv-export.js'
 import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
+import type { SliceRequest, SliceResult } from './import-slice.js'
+
+/** The SQLite file the worker opens its own connection to, to write a job's rows (import-job.ts). */
+export interface WorkerDatabase {
+  path: string
+  synchronous: 'NORMAL' | 'FULL'
+}
+
+/** An upload as stored (imports.store.ts), read by the worker on its own connection. */
+export interface StoredFile {
+  database: WorkerDatabase
+  accountId: string
+  importId: string
+}
+
+/** A slice of a checked file's rows, [from, to), written by the worker on its own connection. */
+export type WorkerSlice = Omit<SliceRequest, 'rows'> & { to: number; database: WorkerDatabase }
 
 export type CheckRequest =
-  | { type: 'check'; job: number; file: Uint8Array }
+  | { type: 'check'; job: number; file: Uint8Array | StoredFile }
   /** Once the file is good: rows [from, to), or only their emails. */
   | { type: 'rows' | 'emails'; job: number; id: number; from: number; to: number }
+  | { type: 'write'; job: number; id: number; slice: WorkerSlice }
+  /** A page of an account's CSV export, read on the worker's own connection (no file, no check). */
+  | { type: 'export-page'; job: number; id: number; database: WorkerDatabase; accountId: string; afterId?: string }
+  /** How many of the file's emails the account has no contact with (the contacts it would create). */
+  | { type: 'count-new'; job: number; id: number; database: WorkerDatabase; accountId: string }
   /** The job is over (or stopped): the worker forgets its rows. */
   | { type: 'release'; job: number }
 
@@ -27,12 +50,21 @@ export type CheckReply =
   | { type: 'crashed'; job: number; message: string }
   | { type: 'rows'; job: number; id: number; rows: ImportRow[] }
   | { type: 'emails'; job: number; id: number; emails: string[] }
+  | { type: 'written'; job: number; id: number; result: SliceResult }
+  | { type: 'counted'; job: number; id: number; created: number }
+  | { type: 'export-page'; job: number; id: number; page: ExportPage }
+  /** A write or count failed (the database's error, e.g. SQLITE_FULL): nothing of a slice is written. */
+  | { type: 'unwritten'; job: number; id: number; message: string; code: string | undefined }
 
 /** A good file, checked and held by the worker until close(). */
 export interface CheckedFile {
   total: number
   rows(from: number, to: number): Promise<ImportRow[]>
   emails(from: number, to: number): Promise<string[]>
+  /** countNewEmails for every row, on the worker's own connection to the SQLite file. */
+  countNew(database: WorkerDatabase, accountId: string): Promise<number>
+  /** Writes a slice of the rows on the worker's own connection to the SQLite file. */
+  write(slice: WorkerSlice): Promise<SliceResult>
   /** The worker forgets the rows. */
   close(): void
 }
@@ -47,10 +79,15 @@ export interface ImportChecker {
    * replaces any older one still waiting. Rejects with the signal's reason when it aborts.
    */
   check(
-    file: Uint8Array,
+    file: Uint8Array | StoredFile,
     onProgress: (checked: number, total: number) => Promise<void>,
     signal: AbortSignal,
   ): Promise<FileCheck>
+  /**
+   * A page of the account's CSV export read and written on the worker thread, on its own connection
+   * to the SQLite file: the serving thread only passes the text on (contacts.csv-export.ts).
+   */
+  exportPage(database: WorkerDatabase, accountId: string, afterId: string | undefined): Promise<ExportPage>
   /** Ends the worker (the runner's stop); jobs still using it fail. */
   close(): Promise<void>
   /** The worker's thread id while it runs, for tests. */
@@ -61,6 +98,17 @@ export interface ImportChecker {
 const IDLE_MS = 30_000
 
 type Listener = (reply: CheckReply) => void
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never
+
+/** The reply of the expected type, or the worker's failure (the database's error, with its code) thrown. */
+function answer<T extends CheckReply['type']>(reply: CheckReply, type: T): Extract<CheckReply, { type: T }> {
+  if (reply.type === type) {
+    return reply as Extract<CheckReply, { type: T }>
+  }
+  throw Object.assign(new Error(reply.type === 'unwritten' ? reply.message : `unexpected reply ${reply.type}`), {
+    code: reply.type === 'unwritten' ? reply.code : undefined,
+  })
+}
 
 /**
  * Under tsx or vitest this module is TypeScript source and so is the worker next to it, which then
@@ -119,7 +167,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
   }
 
   async function check(
-    file: Uint8Array,
+    file: Uint8Array | StoredFile,
     onProgress: (checked: number, total: number) => Promise<void>,
     signal: AbortSignal,
   ): Promise<FileCheck> {
@@ -206,7 +254,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
         : { ok: false, errors: [], count: 0 }
     }
 
-    const ask = (type: 'rows' | 'emails', from: number, to: number) =>
+    const ask = (request: DistributiveOmit<Extract<CheckRequest, { id: number }>, 'job' | 'id'>) =>
       new Promise<CheckReply>((resolve, reject) => {
         if (ended !== undefined) {
           reject(ended)
@@ -214,19 +262,25 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
         }
         const id = nextRequest++
         waiting.set(id, { resolve, reject })
-        thread.postMessage({ type, job, id, from, to } satisfies CheckRequest)
+        thread.postMessage({ ...request, job, id } satisfies CheckRequest)
       })
     return {
       ok: true,
       file: {
         total: outcome.total,
         async rows(from, to) {
-          const reply = await ask('rows', from, to)
+          const reply = await ask({ type: 'rows', from, to })
           return reply.type === 'rows' ? reply.rows : []
         },
         async emails(from, to) {
-          const reply = await ask('emails', from, to)
+          const reply = await ask({ type: 'emails', from, to })
           return reply.type === 'emails' ? reply.emails : []
+        },
+        async countNew(database, accountId) {
+          return answer(await ask({ type: 'count-new', database, accountId }), 'counted').created
+        },
+        async write(slice) {
+          return answer(await ask({ type: 'write', slice }), 'written').result
         },
         close() {
           signal.removeEventListener('abort', onAbort)
@@ -236,8 +290,32 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
     }
   }
 
+  /** A job of one request: the export's pages hold nothing on the worker between them. */
+  function exportPage(database: WorkerDatabase, accountId: string, afterId: string | undefined): Promise<ExportPage> {
+    const thread = ensureWorker()
+    thread.ref()
+    const job = nextJob++
+    return new Promise<CheckReply>((resolve, reject) => {
+      jobs.set(job, { hear: resolve, fail: reject })
+      thread.postMessage({
+        type: 'export-page',
+        job,
+        id: 0,
+        database,
+        accountId,
+        ...(afterId === undefined ? {} : { afterId }),
+      } satisfies CheckRequest)
+    })
+      .then((reply) => answer(reply, 'export-page').page)
+      .finally(() => {
+        jobs.delete(job)
+        idle()
+      })
+  }
+
   return {
     check,
+    exportPage,
     async close() {
       clearTimeout(idleTimer)
       const ending = worker

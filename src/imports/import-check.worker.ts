@@ -3,21 +3,46 @@
 // the checked rows and hands them out a range at a time while the job writes them, until released.
 // The parse's allocations (every record as strings, every row: tens of MB for 10,000 rows) and their
 // garbage collection stay on this thread's heap, off the event loop that serves requests.
+//
+// On an SQLite file the job goes further (import-job.ts): this thread reads the upload, counts the
+// contacts it would create and writes the rows, on a connection of its own, so the writes' CPU,
+// their commits' WAL checkpoints and their garbage are not the event loop's either. SQLite's write
+// lock is still one: the main connection's write transactions wait for a slice's commit
+// (busy_timeout), and begin IMMEDIATE so that one never fails on it (db/database.ts).
+import { readlinkSync } from 'node:fs'
+import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
+import { readExportPage } from '../contacts/contacts.csv-export.js'
 import { type ImportRow, parseContactsCsv } from '../contacts/contacts.csv-import.js'
-import type { CheckReply, CheckRequest } from './import-check.js'
+import { countNewEmails } from '../contacts/contacts.import.js'
+import { type DatabaseHandle, openDatabase } from '../db/database.js'
+import type { CheckReply, CheckRequest, StoredFile, WorkerDatabase, WorkerSlice } from './import-check.js'
+import { LOOKUP_ROWS } from './import-job.js'
+import { writeSlice } from './import-slice.js'
+import { readImportFile } from './imports.store.js'
 
 const port = parentPort
 if (!port) {
   throw new Error('import-check.worker.ts runs as a worker thread (src/imports/import-check.ts)')
 }
 const send = (message: CheckReply) => port.postMessage(message)
+
+// Background work: on Linux a thread has its own nice value, so this one yields a shared core to
+// the event loop that serves requests (setpriority on the thread's id).
+try {
+  const tid = Number(readlinkSync('/proc/thread-self').split('/').at(-1))
+  setPriority(tid, 10)
+} catch {}
 const checkedRows = new Map<number, ImportRow[]>()
 const released = new Set<number>()
 
-async function check(job: number, file: Uint8Array): Promise<void> {
+async function check(job: number, file: Uint8Array | StoredFile): Promise<void> {
+  const bytes =
+    file instanceof Uint8Array
+      ? file
+      : ((await readImportFile(database(file.database).db, file.accountId, file.importId)) ?? new Uint8Array())
   const parsed = await parseContactsCsv(
-    file,
+    bytes,
     async (checked, total) => send({ type: 'progress', job, checked, total }),
     // This thread serves nothing else meanwhile: no need to yield between slices.
     async () => {},
@@ -33,8 +58,65 @@ async function check(job: number, file: Uint8Array): Promise<void> {
   }
 }
 
+/** This thread's connection to the SQLite file, opened at the first write. */
+let connection: { path: string; handle: DatabaseHandle } | undefined
+
+function database({ path, synchronous }: WorkerDatabase): DatabaseHandle {
+  if (connection?.path !== path) {
+    void connection?.handle.close()
+    connection = { path, handle: openDatabase({ kind: 'sqlite', path, synchronous }) }
+  }
+  return connection.handle
+}
+
+/**
+ * Contacts per export page read here: ten times the serving thread's own pages, which bound how long
+ * a read holds the event loop; here a page costs the event loop only the passing on of its text.
+ */
+const EXPORT_PAGE_ROWS = 500
+
+/** Runs a request on this thread's connection; its failure goes back as `unwritten`. */
+async function onConnection(job: number, id: number, work: () => Promise<CheckReply>): Promise<void> {
+  try {
+    send(await work())
+  } catch (error) {
+    const code = (error as { code?: unknown }).code
+    send({ type: 'unwritten', job, id, message: String(error), code: typeof code === 'string' ? code : undefined })
+  }
+}
+
+const write = (job: number, id: number, { to, database: file, ...slice }: WorkerSlice) =>
+  onConnection(job, id, async () => {
+    const rows = checkedRows.get(job)?.slice(slice.from, to) ?? []
+    return { type: 'written', job, id, result: await writeSlice(database(file).db, { ...slice, rows }) }
+  })
+
+const countNew = (job: number, id: number, file: WorkerDatabase, accountId: string) =>
+  onConnection(job, id, async () => {
+    const rows = checkedRows.get(job) ?? []
+    let created = 0
+    for (let i = 0; i < rows.length; i += LOOKUP_ROWS) {
+      created += await countNewEmails(database(file).db, accountId, rows.slice(i, i + LOOKUP_ROWS))
+    }
+    return { type: 'counted', job, id, created }
+  })
+
 port.on('message', (request: CheckRequest) => {
   switch (request.type) {
+    case 'write':
+      void write(request.job, request.id, request.slice)
+      break
+    case 'export-page':
+      void onConnection(request.job, request.id, async () => ({
+        type: 'export-page',
+        job: request.job,
+        id: request.id,
+        page: await readExportPage(database(request.database).db, request.accountId, request.afterId, EXPORT_PAGE_ROWS),
+      }))
+      break
+    case 'count-new':
+      void countNew(request.job, request.id, request.database, request.accountId)
+      break
     case 'check':
       check(request.job, request.file).catch((error: unknown) =>
         send({ type: 'crashed', job: request.job, message: String(error) }),

@@ -11,13 +11,11 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import { contactCount } from '../contacts/contact-count.js'
 import { IMPORT_PROBLEMS_KEPT, type ImportError, type ImportRow } from '../contacts/contacts.csv-import.js'
-import { countNewEmails, type ImportSummary, importContacts } from '../contacts/contacts.import.js'
-import { ruleErrors } from '../contacts/contacts.messages.js'
-import { retryOnConflict } from '../contacts/contacts.store.js'
+import { countNewEmails } from '../contacts/contacts.import.js'
 import type { Database } from '../db/schema.js'
-import { AppError } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
-import type { CheckedFile, FileCheck, ImportChecker } from './import-check.js'
+import type { CheckedFile, FileCheck, ImportChecker, WorkerDatabase } from './import-check.js'
+import { writeSlice } from './import-slice.js'
 import {
   deleteImportFile,
   findImport,
@@ -36,19 +34,22 @@ export interface ImportJobDeps {
   chunkRows: number
   /** Checks the file on a worker thread (import-check.ts). */
   checker: ImportChecker
+  /**
+   * The SQLite file, when the database is one: the worker thread then writes the rows on a
+   * connection of its own. Unset on PostgreSQL (its writes wait on the server, not the loop) and
+   * for an in-memory database (no other connection can open it).
+   */
+  workerDatabase?: WorkerDatabase
 }
 
 /**
- * A write transaction's length: on SQLite it holds the one connection (and, the driver being
- * synchronous, the event loop) until it commits, so it takes batches of WRITE_BATCH_ROWS until it
- * has run this long (the "few milliseconds" of DESIGN §10), and at most WRITE_CHUNK_ROWS rows.
- * 2 ms, not 4: another tenant's list p99 while a 10,000-row import wrote on SQLite went from
- * 21.5-26.8 ms to 12.7-14.2 ms (idle 2.8-3.3), the import from 1.5-1.9 s to 1.7-2.0 s
- * (bench/import-neighbour.ts; 1 ms bought no more: 12.3-12.6 ms, 2.0-2.3 s).
+ * A write transaction's length (import-slice.ts): on SQLite it holds the database, and the thread
+ * that runs it, until it commits. 2 ms, not 4: another tenant's list p99 while a 10,000-row import
+ * wrote on SQLite's main connection went from 21.5-26.8 ms to 12.7-14.2 ms (idle 2.8-3.3), the
+ * import from 1.5-1.9 s to 1.7-2.0 s (bench/import-neighbour.ts; 1 ms bought no more).
  */
 const WRITE_SLICE_MS = 2
-/** Rows upserted per importContacts call (one email lookup each) inside a write transaction. */
-const WRITE_BATCH_ROWS = 10
+/** The most rows one write transaction is given. */
 export const WRITE_CHUNK_ROWS = 500
 
 /** The job was stopped (shutdown) or taken over by another runner: leave it as it is. */
@@ -65,7 +66,11 @@ export async function runImport(
   if (!job || job.state === 'done' || job.state === 'failed') {
     return
   }
-  const file = await readImportFile(db, accountId, id)
+  // On an SQLite file the worker reads the upload on its own connection: its 3-5 MB never pass
+  // through the event loop's heap.
+  const file = deps.workerDatabase
+    ? { database: deps.workerDatabase, accountId, importId: id }
+    : ((await readImportFile(db, accountId, id)) ?? new Uint8Array())
   const now = () => clock.now().toISOString()
   const lease = () => new Date(clock.now().getTime() + deps.leaseMs).toISOString()
   const update = (change: ImportChange) => updateImport(db, accountId, id, { ...change, updated_at: now() })
@@ -86,7 +91,7 @@ export async function runImport(
   let check: FileCheck
   try {
     check = await deps.checker.check(
-      file ?? new Uint8Array(),
+      file,
       async (checked, total) => {
         if (!resuming) {
           await update({ rows_validated: checked, rows_total: total, lease_expires_at: lease() })
@@ -155,67 +160,34 @@ async function writeRows(
   let written = job.rows_written
   while (written < total) {
     const from = written
-    // Fetched before the transaction: on SQLite it holds the one connection until it commits.
-    const rows = await rowsAt(from, Math.min(total, from + deps.chunkRows))
-    let batchFrom = from
-    let chunk: { summary: ImportSummary; end: number }
-    try {
-      chunk = await retryOnConflict(
-        db,
-        async (trx) => {
-          const at = now()
-          const started = performance.now()
-          const summary: ImportSummary = { created: 0, updated: 0, unchanged: 0 }
-          const last = from + rows.length
-          let end = from
-          // Batches until the transaction has run WRITE_SLICE_MS: on SQLite it holds the loop and
-          // the database meanwhile, so its length is bounded in time, whatever the rows cost.
-          while (end < last && (end === from || performance.now() - started < WRITE_SLICE_MS)) {
-            batchFrom = end
-            const batch = rows.slice(end - from, Math.min(end + WRITE_BATCH_ROWS, last) - from)
-            const done = await importContacts(trx, accountId, batch, at, { replaceCustomFields: true })
-            summary.created += done.created
-            summary.updated += done.updated
-            summary.unchanged += done.unchanged
-            end += batch.length
-          }
-          const moved = await updateImport(
-            trx,
-            accountId,
-            id,
-            {
-              rows_written: end,
-              created: job.created + summary.created,
-              updated: job.updated + summary.updated,
-              unchanged: job.unchanged + summary.unchanged,
-              lease_expires_at: lease(),
-              updated_at: at,
-            },
-            from,
-          )
-          if (!moved) {
-            throw new ImportInterrupted('taken over by another runner')
-          }
-          return { summary, end }
-        },
-        'The contacts are being changed by other requests.',
-      )
-    } catch (error) {
-      // A row the merge with the stored contact made invalid: the chunks before it stay written.
-      const described = ruleErrors(error)
-      if (described) {
-        const index = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
-        const row = Number.isNaN(index) ? 0 : batchFrom + index + 2
-        await fail(described.map((e) => ({ row, ...e })))
-        return
-      }
-      throw error
+    const to = Math.min(total, from + deps.chunkRows)
+    const slice = {
+      accountId,
+      importId: id,
+      from,
+      counts: { created: job.created, updated: job.updated, unchanged: job.unchanged },
+      at: now(),
+      lease: lease(),
+      sliceMs: WRITE_SLICE_MS,
     }
-    job.created += chunk.summary.created
-    job.updated += chunk.summary.updated
-    job.unchanged += chunk.summary.unchanged
-    written = chunk.end
-    // Always yield between chunks: each transaction is a slice of its own.
+    // On an SQLite file the worker thread that holds the rows writes them on its own connection;
+    // otherwise they are fetched from it and written here.
+    const result = deps.workerDatabase
+      ? await checked.write({ ...slice, to, database: deps.workerDatabase })
+      : await writeSlice(db, { ...slice, rows: await rowsAt(from, to) })
+    if (result.type === 'taken') {
+      throw new ImportInterrupted('taken over by another runner')
+    }
+    if (result.type === 'invalid') {
+      // A row the merge with the stored contact made invalid: the slices before it stay written.
+      await fail(result.errors)
+      return
+    }
+    job.created += result.summary.created
+    job.updated += result.summary.updated
+    job.unchanged += result.summary.unchanged
+    written = result.end
+    // Always yield between slices: each transaction is a slice of its own.
     await nextTurn()
     if (signal.aborted) {
       throw new ImportInterrupted('stopped')
@@ -236,19 +208,7 @@ async function quotaProblem(
   checked: CheckedFile,
   signal: AbortSignal,
 ): Promise<ImportError | undefined> {
-  let created = 0
-  for (let i = 0; i < checked.total; i += LOOKUP_ROWS) {
-    const emails = await checked.emails(i, Math.min(checked.total, i + LOOKUP_ROWS))
-    created += await countNewEmails(
-      deps.db,
-      accountId,
-      emails.map((email) => ({ email })),
-    )
-    await nextTurn()
-    if (signal.aborted) {
-      throw new ImportInterrupted('stopped')
-    }
-  }
+  const created = await newContactCount(deps, accountId, checked, signal)
   // A file that creates nothing is never refused, even in an account above its limit (one lowered
   // by the operator, or passed by concurrent creates on PostgreSQL): updates are always allowed.
   if (created === 0) {
@@ -265,5 +225,31 @@ async function quotaProblem(
   }
 }
 
+/** How many contacts the file would create: its emails that no contact of the account has. */
+async function newContactCount(
+  deps: ImportJobDeps,
+  accountId: string,
+  checked: CheckedFile,
+  signal: AbortSignal,
+): Promise<number> {
+  if (deps.workerDatabase) {
+    return checked.countNew(deps.workerDatabase, accountId)
+  }
+  let created = 0
+  for (let i = 0; i < checked.total; i += LOOKUP_ROWS) {
+    const emails = await checked.emails(i, Math.min(checked.total, i + LOOKUP_ROWS))
+    created += await countNewEmails(
+      deps.db,
+      accountId,
+      emails.map((email) => ({ email })),
+    )
+    await nextTurn()
+    if (signal.aborted) {
+      throw new ImportInterrupted('stopped')
+    }
+  }
+  return created
+}
+
 /** Emails looked up per query while checking the quota (a yield between queries). */
-const LOOKUP_ROWS = 500
+export const LOOKUP_ROWS = 500

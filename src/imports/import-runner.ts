@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
-import { createImportChecker } from './import-check.js'
+import { createImportChecker, type ImportChecker, type WorkerDatabase } from './import-check.js'
 import { ImportInterrupted, runImport, WRITE_CHUNK_ROWS } from './import-job.js'
 import { claimNextImport, releaseImport } from './imports.store.js'
 
@@ -17,6 +17,8 @@ export interface ImportRunner {
   stop(): Promise<void>
   /** Until no job is running or claimable: tests wait for imports with it. */
   drain(): Promise<void>
+  /** The jobs' worker thread, which also reads CSV exports on an SQLite file (contacts-csv.routes.ts). */
+  readonly csvWorker: Pick<ImportChecker, 'exportPage' | 'threadId'>
 }
 
 export interface ImportRunnerOptions {
@@ -31,6 +33,8 @@ export interface ImportRunnerOptions {
   leaseMs?: number
   chunkRows?: number
   pollMs?: number
+  /** An SQLite file: the check's worker thread writes the rows on a connection of its own (import-job.ts). */
+  workerDatabase?: WorkerDatabase
 }
 
 export const IMPORT_LEASE_MS = 15_000
@@ -45,6 +49,7 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
     leaseMs: options.leaseMs ?? IMPORT_LEASE_MS,
     chunkRows: options.chunkRows ?? WRITE_CHUNK_ROWS,
     checker: createImportChecker(),
+    ...(options.workerDatabase ? { workerDatabase: options.workerDatabase } : {}),
   }
   const running = new Map<string, Promise<void>>()
   const stopping = new AbortController()
@@ -96,6 +101,7 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
   }
 
   return {
+    csvWorker: jobDeps.checker,
     wake,
     start(onError) {
       report = onError

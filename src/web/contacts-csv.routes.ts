@@ -3,7 +3,12 @@
 // the job's page, which shows its progress and then its result or each problem by row and column.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
+import {
+  CSV_COLUMNS,
+  type ExportPageReader,
+  exportContactsCsv,
+  readExportPage,
+} from '../contacts/contacts.csv-export.js'
 import { IMPORT_MAX_BYTES, IMPORT_MAX_ROWS } from '../contacts/contacts.csv-import.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
@@ -33,7 +38,14 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
   app,
   { deps, render },
 ) => {
-  const { db } = deps.database
+  const { db, sqliteFile } = deps.database
+  // On an SQLite file the import's worker thread reads and writes the pages on its own connection.
+  const exportPages =
+    (accountId: string): ExportPageReader =>
+    (afterId) =>
+      sqliteFile
+        ? deps.imports.csvWorker.exportPage(sqliteFile, accountId, afterId)
+        : readExportPage(db, accountId, afterId)
 
   app.get('/contacts/export.csv', async (request, reply) => {
     const { account } = accountContext(request)
@@ -41,7 +53,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       .type('text/csv; charset=utf-8')
       .header('content-disposition', 'attachment; filename="contacts.csv"')
       .header('cache-control', 'no-store')
-      .send(exportContactsCsv(db, account.id))
+      .send(exportContactsCsv(exportPages(account.id)))
   })
 
   const importView = (accountId: string) => ({

@@ -5,7 +5,7 @@ import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { multipart, signUp as signUpClient } from '../../test/web-client.js'
 import { buildApp } from '../app.js'
-import { CSV_COLUMNS, exportContactsCsv } from '../contacts/contacts.csv-export.js'
+import { CSV_COLUMNS, exportContactsCsv, readExportPage } from '../contacts/contacts.csv-export.js'
 import { parseStoredContact } from '../contacts/contacts.js'
 import { listBounds } from '../contacts/contacts.list-query.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
@@ -602,7 +602,7 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       }
       setImmediate(turn)
       let pages = 0
-      for await (const _ of exportContactsCsv(t.db, s.accountId, 1)) {
+      for await (const _ of exportContactsCsv((after) => readExportPage(t.db, s.accountId, after, 1))) {
         pages++
       }
       reading = false
@@ -613,7 +613,7 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
     it('streams the export page by page in creation order', async () => {
       const res = await exportCsv()
       let small = ''
-      for await (const chunk of exportContactsCsv(t.db, s.accountId, 1)) {
+      for await (const chunk of exportContactsCsv((after) => readExportPage(t.db, s.accountId, after, 1))) {
         small += chunk
       }
       expect(small).toBe(res.body)
