@@ -1,9 +1,10 @@
 // Noisy neighbour, CSV edition: tenant A loops 10,000-row CSV imports (about 4 MB each) through
-// the web app, then CSV exports, while tenant B reads GET /api/v1/contacts; prints B's p50/p99
+// the web app, then CSV exports, while tenant B reads GET /api/v1/contacts (or, with --b-writes,
+// PATCHes one of its contacts); prints B's p50/p99
 // idle and under each abuse, and the server's longest event-loop block in each phase (prom-client's
 // nodejs_eventloop_lag_max_seconds: perf_hooks monitorEventLoopDelay, reset at every scrape).
 //
-//   node --import tsx bench/import-neighbour.ts [--root DIR] [--built] [--imports 3] [--exports 3] [--database-url URL]
+//   node --import tsx bench/import-neighbour.ts [--root DIR] [--built] [--imports 3] [--exports 3] [--b-writes] [--database-url URL]
 //
 // --built runs the server as `npm start` does (DIR/dist/main.js: run `npm run build` there first)
 // instead of src/main.ts through tsx.
@@ -27,6 +28,8 @@ const { values: args } = parseArgs({
     'idle-seconds': { type: 'string', default: '5' },
     'database-url': { type: 'string' },
     built: { type: 'boolean', default: false },
+    /** B writes (a PATCH of one of its contacts, a new first name each time) instead of reading a list page. */
+    'b-writes': { type: 'boolean', default: false },
     /** Node flags for the server, space-separated (e.g. "--trace-gc" or "--cpu-prof --cpu-prof-dir=DIR"). */
     'server-flags': { type: 'string', default: '' },
   },
@@ -140,6 +143,12 @@ for (let i = 0; i < 200; i++) {
   })
 }
 
+const contactB = (
+  (await (await fetch(`${base}/api/v1/contacts?limit=1`, { headers: authB })).json()) as {
+    contacts: Array<{ id: string }>
+  }
+).contacts[0]?.id
+
 /** A file of `rows` new contacts, about 400 bytes a row (4 MB for 10,000). */
 function csvFile(round: number): string {
   const lines = ['email,first_name,last_name,company,job_title,tags,custom_fields']
@@ -181,7 +190,7 @@ async function loopLag(): Promise<{ maxMs: number; cpuMs: number }> {
 }
 
 /**
- * Tenant B's client, on a thread of its own: one list read at a time, a 5 ms pause between reads,
+ * Tenant B's client, on a thread of its own: one list read (or with --b-writes one PATCH) at a time, a 5 ms pause between,
  * until told to stop; then it posts every latency (ms). Run on this script's event loop, B's
  * timings also counted A's client work here (building each 4 MB file, reading 12 MB exports).
  */
@@ -193,7 +202,9 @@ parentPort.once('message', () => { over = true })
   const samples = []
   while (!over) {
     const started = performance.now()
-    const res = await fetch(workerData.url, { headers: { authorization: workerData.authorization } })
+    const res = await fetch(workerData.url, workerData.patch
+      ? { method: 'PATCH', headers: { authorization: workerData.authorization, 'content-type': 'application/json' }, body: JSON.stringify({ first_name: 'B ' + samples.length }) }
+      : { headers: { authorization: workerData.authorization } })
     await res.arrayBuffer()
     samples.push(performance.now() - started)
     if (res.status !== 200) {
@@ -210,7 +221,11 @@ parentPort.once('message', () => { over = true })
 async function measureB(done: Promise<unknown>): Promise<number[]> {
   const client = new Worker(B_CLIENT, {
     eval: true,
-    workerData: { url: `${base}/api/v1/contacts?limit=50`, authorization: authB.authorization },
+    workerData: {
+      url: args['b-writes'] ? `${base}/api/v1/contacts/${contactB}` : `${base}/api/v1/contacts?limit=50`,
+      authorization: authB.authorization,
+      patch: args['b-writes'],
+    },
   })
   const answer = new Promise<{ samples?: number[]; error?: string }>((resolve, reject) => {
     client.once('message', resolve)
