@@ -188,6 +188,7 @@ export function revocationPushWarning(config: Config): string | undefined {
 
 export async function closeDeps(deps: Deps): Promise<void> {
   await deps.imports.stop()
+  await deps.imports.close()
   await deps.keyVerifier.close()
   await deps.keyRevocations.close()
   deps.redis?.disconnect()

@@ -8,8 +8,12 @@
 // On every dialect, not only SQLite: the parse is JavaScript on the event loop whatever the driver,
 // so PostgreSQL's loop paid the same collections, and one code path is tested on all three databases.
 //
-// One worker per runner, started at the first import and ended after IDLE_MS without one: starting
-// it costs 220–270 ms of CPU (its module graph, from dist/, load average ~15), too much to pay per job.
+// On an SQLite file the same thread reads the stored upload, counts the new emails, writes the rows
+// and reads CSV export pages on a connection of its own (import-job.ts, contacts.csv-export.ts).
+//
+// One worker per runner, started at the first import or export and ended after IDLE_MS without
+// one: starting it costs 220–270 ms of CPU (its module graph, from dist/, load average ~15), too
+// much to pay per job.
 import { Worker } from 'node:worker_threads'
 import type { ExportPage } from '../contacts/contacts.csv-export.js'
 import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
@@ -88,7 +92,7 @@ export interface ImportChecker {
    * to the SQLite file: the serving thread only passes the text on (contacts.csv-export.ts).
    */
   exportPage(database: WorkerDatabase, accountId: string, afterId: string | undefined): Promise<ExportPage>
-  /** Ends the worker (the runner's stop); jobs still using it fail. */
+  /** Ends the worker (the runner's close); jobs still using it fail, and no new one starts. */
   close(): Promise<void>
   /** The worker's thread id while it runs, for tests. */
   readonly threadId: number | undefined
@@ -124,11 +128,18 @@ function startWorker(): Worker {
 export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
   let worker: Worker | undefined
   let idleTimer: NodeJS.Timeout | undefined
-  const jobs = new Map<number, { hear: Listener; fail: (error: unknown) => void }>()
+  /** Each job's listener, and the worker it talks to: a worker that is lost fails only its own. */
+  const jobs = new Map<number, { hear: Listener; fail: (error: unknown) => void; thread: Worker }>()
+  let closed = false
+  /** The write slice in the worker, if any: the next one is sent once it has been answered. */
+  let writing: Promise<unknown> = Promise.resolve()
   let nextJob = 0
   let nextRequest = 0
 
   function ensureWorker(): Worker {
+    if (closed) {
+      throw new Error('the import worker was closed (the process is stopping)')
+    }
     clearTimeout(idleTimer)
     if (worker) {
       return worker
@@ -139,8 +150,10 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
       if (worker === started) {
         worker = undefined
       }
-      for (const job of jobs.values()) {
-        job.fail(error)
+      for (const job of [...jobs.values()]) {
+        if (job.thread === started) {
+          job.fail(error)
+        }
       }
     }
     started.on('error', lost)
@@ -204,6 +217,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
       idle()
     }
     jobs.set(job, {
+      thread,
       fail,
       hear(reply) {
         switch (reply.type) {
@@ -234,8 +248,8 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
     try {
       outcome = await new Promise<CheckReply>((resolve, reject) => {
         settle = { resolve, reject }
-        // A copy of the bytes (3–5 MB, a memcpy) goes to the worker: the caller's buffer may be
-        // a view that the driver still owns.
+        // Bytes are copied to the worker (3–5 MB, a memcpy): the caller's buffer may be a view
+        // that the driver still owns. A stored file is only named: the worker reads it.
         thread.postMessage({ type: 'check', job, file } satisfies CheckRequest)
       })
       await progressing
@@ -253,6 +267,10 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
         ? { ok: false, errors: outcome.errors, count: outcome.count }
         : { ok: false, errors: [], count: 0 }
     }
+    // From here a stop does not cut the job's requests short: a write slice the worker may already
+    // be running would commit after the job let go of its lease. The job checks the signal after
+    // each request instead (import-job.ts), and the runner closes the worker only once jobs ended.
+    signal.removeEventListener('abort', onAbort)
 
     const ask = (request: DistributiveOmit<Extract<CheckRequest, { id: number }>, 'job' | 'id'>) =>
       new Promise<CheckReply>((resolve, reject) => {
@@ -279,11 +297,14 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
         async countNew(database, accountId) {
           return answer(await ask({ type: 'count-new', database, accountId }), 'counted').created
         },
-        async write(slice) {
-          return answer(await ask({ type: 'write', slice }), 'written').result
+        write(slice) {
+          // One slice at a time in the worker, whatever the number of jobs: the serving
+          // connection's writes then wait for one slice's commit at most, not for a queue of them.
+          const written = writing.then(async () => answer(await ask({ type: 'write', slice }), 'written').result)
+          writing = written.catch(() => {})
+          return written
         },
         close() {
-          signal.removeEventListener('abort', onAbort)
           release()
         },
       },
@@ -296,7 +317,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
     thread.ref()
     const job = nextJob++
     return new Promise<CheckReply>((resolve, reject) => {
-      jobs.set(job, { hear: resolve, fail: reject })
+      jobs.set(job, { thread, hear: resolve, fail: reject })
       thread.postMessage({
         type: 'export-page',
         job,
@@ -317,6 +338,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
     check,
     exportPage,
     async close() {
+      closed = true
       clearTimeout(idleTimer)
       const ending = worker
       worker = undefined

@@ -13,7 +13,7 @@ import { readlinkSync } from 'node:fs'
 import { setPriority } from 'node:os'
 import { parentPort } from 'node:worker_threads'
 import { readExportPage } from '../contacts/contacts.csv-export.js'
-import { type ImportRow, parseContactsCsv } from '../contacts/contacts.csv-import.js'
+import { type ImportRow, parseContactsCsv, sliceYielder } from '../contacts/contacts.csv-import.js'
 import { countNewEmails } from '../contacts/contacts.import.js'
 import { type DatabaseHandle, openDatabase } from '../db/database.js'
 import type { CheckReply, CheckRequest, StoredFile, WorkerDatabase, WorkerSlice } from './import-check.js'
@@ -44,8 +44,8 @@ async function check(job: number, file: Uint8Array | StoredFile): Promise<void> 
   const parsed = await parseContactsCsv(
     bytes,
     async (checked, total) => send({ type: 'progress', job, checked, total }),
-    // This thread serves nothing else meanwhile: no need to yield between slices.
-    async () => {},
+    // Every few ms, the thread's other requests: another job's write slice, an export's page.
+    sliceYielder(),
   )
   if (released.delete(job)) {
     return
@@ -75,6 +75,15 @@ function database({ path, synchronous }: WorkerDatabase): DatabaseHandle {
  */
 const EXPORT_PAGE_ROWS = 500
 
+/** A checked file's rows; a job whose rows are gone (released) must not write "nothing" as progress. */
+function heldRows(job: number): ImportRow[] {
+  const rows = checkedRows.get(job)
+  if (!rows) {
+    throw new Error(`the import worker holds no checked rows for job ${job}`)
+  }
+  return rows
+}
+
 /** Runs a request on this thread's connection; its failure goes back as `unwritten`. */
 async function onConnection(job: number, id: number, work: () => Promise<CheckReply>): Promise<void> {
   try {
@@ -87,13 +96,13 @@ async function onConnection(job: number, id: number, work: () => Promise<CheckRe
 
 const write = (job: number, id: number, { to, database: file, ...slice }: WorkerSlice) =>
   onConnection(job, id, async () => {
-    const rows = checkedRows.get(job)?.slice(slice.from, to) ?? []
+    const rows = heldRows(job).slice(slice.from, to)
     return { type: 'written', job, id, result: await writeSlice(database(file).db, { ...slice, rows }) }
   })
 
 const countNew = (job: number, id: number, file: WorkerDatabase, accountId: string) =>
   onConnection(job, id, async () => {
-    const rows = checkedRows.get(job) ?? []
+    const rows = heldRows(job)
     let created = 0
     for (let i = 0; i < rows.length; i += LOOKUP_ROWS) {
       created += await countNewEmails(database(file).db, accountId, rows.slice(i, i + LOOKUP_ROWS))

@@ -14,8 +14,8 @@ import { IMPORT_PROBLEMS_KEPT, type ImportError, type ImportRow } from '../conta
 import { countNewEmails } from '../contacts/contacts.import.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
-import type { CheckedFile, FileCheck, ImportChecker, WorkerDatabase } from './import-check.js'
-import { writeSlice } from './import-slice.js'
+import type { CheckedFile, FileCheck, ImportChecker, WorkerDatabase, WorkerSlice } from './import-check.js'
+import { type SliceResult, writeSlice } from './import-slice.js'
 import {
   deleteImportFile,
   findImport,
@@ -173,7 +173,7 @@ async function writeRows(
     // On an SQLite file the worker thread that holds the rows writes them on its own connection;
     // otherwise they are fetched from it and written here.
     const result = deps.workerDatabase
-      ? await checked.write({ ...slice, to, database: deps.workerDatabase })
+      ? await writeOnWorker(checked, { ...slice, to, database: deps.workerDatabase })
       : await writeSlice(db, { ...slice, rows: await rowsAt(from, to) })
     if (result.type === 'taken') {
       throw new ImportInterrupted('taken over by another runner')
@@ -196,6 +196,24 @@ async function writeRows(
   await update({ state: 'done', lease_expires_at: null, finished_at: now() })
   await deleteImportFile(db, accountId, id)
 }
+
+/**
+ * A slice written by the worker, tried again when its `begin immediate` waited busy_timeout (5 s)
+ * for the write lock in vain (another process, such as the CLI, holding it): nothing of it was
+ * written, and the job goes on rather than starting over from the file.
+ */
+async function writeOnWorker(checked: CheckedFile, slice: WorkerSlice): Promise<SliceResult> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await checked.write(slice)
+    } catch (error) {
+      if ((error as { code?: unknown }).code !== 'SQLITE_BUSY' || attempt >= BUSY_ATTEMPTS) {
+        throw error
+      }
+    }
+  }
+}
+const BUSY_ATTEMPTS = 3
 
 /**
  * MAX_CONTACTS_PER_ACCOUNT, checked before the first write so that an import over it writes
@@ -233,7 +251,11 @@ async function newContactCount(
   signal: AbortSignal,
 ): Promise<number> {
   if (deps.workerDatabase) {
-    return checked.countNew(deps.workerDatabase, accountId)
+    const created = await checked.countNew(deps.workerDatabase, accountId)
+    if (signal.aborted) {
+      throw new ImportInterrupted('stopped')
+    }
+    return created
   }
   let created = 0
   for (let i = 0; i < checked.total; i += LOOKUP_ROWS) {

@@ -15,6 +15,11 @@ export interface ImportRunner {
   start(report: (error: unknown, job: { accountId: string; id: string }) => void): void
   /** Stops after each running job's current chunk; their leases are released for the next start. */
   stop(): Promise<void>
+  /**
+   * Ends the worker thread, after stop() and once no request is served any more: it also reads
+   * CSV exports still streaming when the process is told to stop (closeDeps, after app.close()).
+   */
+  close(): Promise<void>
   /** Until no job is running or claimable: tests wait for imports with it. */
   drain(): Promise<void>
   /** The jobs' worker thread, which also reads CSV exports on an SQLite file (contacts-csv.routes.ts). */
@@ -114,6 +119,8 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
       stopping.abort()
       await filling
       await Promise.all(running.values())
+    },
+    async close() {
       await jobDeps.checker.close()
     },
     async drain() {
