@@ -94,7 +94,14 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
   const close = () => {
     // app.close() stops accepting, lets in-flight requests finish, then we close the database.
     clearInterval(purgeTimer)
-    closing ??= Promise.all([app.close(), worker?.stop(), deps.imports.stop()]).then(() => closeDeps(deps))
+    if (!closing) {
+      // A response already under way at the signal (a long CSV export) was sent with keep-alive:
+      // its connection is closed once it goes idle, or the close would wait keepAliveTimeout (72 s)
+      // for the client to hang up (test/shutdown.test.ts).
+      const sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS)
+      const served = app.close().finally(() => clearInterval(sweep))
+      closing = Promise.all([served, worker?.stop(), deps.imports.stop()]).then(() => closeDeps(deps))
+    }
     return closing
   }
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
@@ -111,6 +118,9 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
   }
   return { app, address: config.apiUrl, hasAccounts, close }
 }
+
+/** How often a closing server closes the connections that went idle since the signal. */
+const IDLE_SWEEP_MS = 250
 
 /** What `contacts-api worker` answers: liveness, readiness and metrics, nothing of the API. */
 async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {

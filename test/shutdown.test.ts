@@ -7,6 +7,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
 import { cliCommand, freePort, startServerProcess } from './processes.js'
+import { httpWebClient } from './web-client.js'
 
 describe('operations in a real process', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-ops-'))
@@ -51,6 +52,58 @@ describe('operations in a real process', () => {
     expect(code).toBe(0)
     expect(results.length).toBeGreaterThan(50)
   })
+
+  it('SIGTERM while a CSV export streams (SQLite file: read on the import worker): the download completes', async () => {
+    const server = await startServerProcess({
+      DATABASE_URL: `sqlite:${path.join(dir, 'export.sqlite')}`,
+      RATE_LIMIT_PER_SECOND: '0',
+    })
+    const web = httpWebClient(server.base)
+    await web.get('/sign-up')
+    const signedUp = await web.post('/sign-up', {
+      email: 'export@example.com',
+      password: 'correct-horse-battery',
+      account_name: 'Export',
+    })
+    const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(signedUp.location ?? '')?.[1] ?? ''
+    const rows = 5000
+    const pad = 'x'.repeat(200)
+    await web.get(`/app/${accountId}/contacts/import`)
+    const lines = [
+      'email,first_name,job_title',
+      ...Array.from({ length: rows }, (_, i) => `e${i}@example.com,E ${i},${pad}`),
+    ]
+    const job = (await web.upload(`/app/${accountId}/contacts/import`, 'e.csv', lines.join('\n'))).location ?? ''
+    let page = await web.get(job)
+    for (const deadline = Date.now() + 60_000; page.refresh && Date.now() < deadline; page = await web.get(job)) {
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(page.body).toContain(`Import finished: ${rows} created`)
+
+    // A slow reader (1.2 MB at 64 KB per 20 ms): the signal arrives after the first bytes, while
+    // the server still has pages to read.
+    const res = await fetch(`${server.base}/app/${accountId}/contacts/export.csv`, {
+      headers: { cookie: web.cookie() },
+    })
+    expect(res.status).toBe(200)
+    const reader = (res.body as ReadableStream<Uint8Array>).getReader()
+    const chunks: Uint8Array[] = []
+    let stopping: Promise<number | null> | undefined
+    for (;;) {
+      const { done, value } = await reader.read()
+      if (done) {
+        break
+      }
+      chunks.push(value)
+      stopping ??= server.stop('SIGTERM')
+      await new Promise((resolve) => setTimeout(resolve, 20 * (value.length / 65536)))
+    }
+    const csv = Buffer.concat(chunks).toString('utf8')
+    expect(csv.split('\r\n')).toHaveLength(1 + rows + 1)
+    expect(csv.split('\r\n').at(-2)).toContain(`e${rows - 1}@example.com`)
+    // Exits once the download ends, not keepAliveTimeout (72 s) later: the test's time limit.
+    expect(await stopping).toBe(0)
+  }, 60_000)
 
   it('REDIS_URL set but Redis unreachable: the start fails at once with a clear message', async () => {
     const child = spawn(process.execPath, [...cliCommand(), 'serve'], {

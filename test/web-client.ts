@@ -171,6 +171,8 @@ export function httpWebClient(base: string) {
   const send = async (path: string, init: RequestInit) =>
     keep(await fetch(base + path, { ...init, headers: { cookie: cookie(), ...init.headers }, redirect: 'manual' }))
   return {
+    /** The session's Cookie header, for a request made without this client (a streamed body). */
+    cookie,
     get: (path: string) => send(path, {}),
     post: (path: string, fields: Record<string, string>) =>
       send(path, {
