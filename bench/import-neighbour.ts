@@ -17,7 +17,7 @@ import path from 'node:path'
 import { parseArgs } from 'node:util'
 import { Worker } from 'node:worker_threads'
 import { freePort } from '../test/processes.js'
-import { httpWebClient } from '../test/web-client.js'
+import { httpSignUp } from '../test/web-client.js'
 
 const { values: args } = parseArgs({
   options: {
@@ -121,17 +121,7 @@ await new Promise<void>((resolve, reject) => {
 })
 
 // Tenant A: a person signed up in the web app. Tenant B: an account with an API key and 200 contacts.
-const a = httpWebClient(base)
-await a.get('/sign-up')
-const signedUp = await a.post('/sign-up', {
-  email: 'a@example.com',
-  password: 'correct-horse-battery',
-  account_name: 'A',
-})
-const accountA = /\/app\/(acct_[0-9A-Z]+)\//.exec(signedUp.location ?? '')?.[1]
-if (!accountA) {
-  throw new Error(`sign-up failed: ${signedUp.status}`)
-}
+const { web: a, accountId: accountA } = await httpSignUp(base, 'a@example.com', 'A')
 const keyB = (JSON.parse(await run(['accounts', 'create', '--name', 'B', '--json'])) as { api_key: { secret: string } })
   .api_key.secret
 const authB = { authorization: `Bearer ${keyB}` }

@@ -44,7 +44,7 @@ import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { cliCommand, freePort, type ServerProcess, startServerProcess } from '../test/processes.js'
-import { httpWebClient } from '../test/web-client.js'
+import { httpSignUp } from '../test/web-client.js'
 import type { LoadResult, LoadSpec } from './load.js'
 import { type SeedResult, seedPostgres } from './seed.js'
 import { CREATE_BODY, PATCH_BODY } from './template.js'
@@ -438,14 +438,8 @@ async function interleaved(
 
 /** Signs up through an instance's web app and issues keys there (as test/multi-instance.test.ts does). */
 async function webAccount(instance: ServerProcess) {
-  const web = httpWebClient(instance.base)
-  await web.get('/sign-up')
   const email = `capacity.${randomBytes(4).toString('hex')}@example.com`
-  const signUp = await web.post('/sign-up', { email, password: 'correct-horse-battery', account_name: 'Capacity' })
-  const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(signUp.location ?? '')?.[1]
-  if (!accountId) {
-    throw new Error(`sign-up on ${instance.base} failed (${signUp.status})`)
-  }
+  const { web, accountId } = await httpSignUp(instance.base, email, 'Capacity')
   return {
     async issue(): Promise<{ key: string; keyId: string }> {
       await web.get(`/app/${accountId}/settings/api`)

@@ -2,8 +2,11 @@
 import { isIP } from 'node:net'
 import path from 'node:path'
 
+/** The embedded database: its file (or `:memory:`) and how its commits reach the disk. */
+export type SqliteConfig = { kind: 'sqlite'; path: string; synchronous: 'NORMAL' | 'FULL' }
+
 export type DatabaseConfig =
-  | { kind: 'sqlite'; path: string; synchronous: 'NORMAL' | 'FULL' }
+  | SqliteConfig
   | {
       kind: 'postgres'
       url: string

@@ -115,7 +115,7 @@ export function createDeps(
       maxConcurrent: config.imports.concurrency,
       maxContactsPerAccount: config.maxContactsPerAccount,
       ...(config.imports.leaseMs === undefined ? {} : { leaseMs: config.imports.leaseMs }),
-      ...(database.sqliteFile ? { workerDatabase: database.sqliteFile } : {}),
+      sqliteFile: database.sqliteFile,
     }),
     webhooks: {
       db: database.db,

@@ -224,6 +224,20 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       expectProblem(res, 415, 'unsupported_media_type')
       expect(res.headers['accept-encoding'], coding).toBe('identity')
     }
+    // The web app's forms and uploads alike: no parser decodes a coding.
+    for (const [url, type] of [
+      ['/sign-up', 'application/x-www-form-urlencoded'],
+      ['/sign-in', 'multipart/form-data; boundary=x'],
+    ]) {
+      const res = await t.app.inject({
+        method: 'POST',
+        url,
+        payload: gzipSync('email=gz%40example.com'),
+        headers: { 'content-type': type as string, 'content-encoding': 'gzip' },
+      })
+      expect(res.statusCode, `${url} ${res.body.slice(0, 200)}`).toBe(415)
+      expect(res.headers['accept-encoding']).toBe('identity')
+    }
     // identity is no coding at all.
     const plain = await t.inject(acme, {
       method: 'POST',

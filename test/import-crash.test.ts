@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from './dialects.js'
 import { createThrowawaySchema } from './harness.js'
 import { freePort, type ServerProcess, startServerProcess } from './processes.js'
-import { httpWebClient } from './web-client.js'
+import { httpSignUp } from './web-client.js'
 
 const ROWS = 2000
 const dialects = (['sqlite', 'postgres'] as const).filter((d) => testDialects().includes(d))
@@ -65,15 +65,7 @@ describe.each(dialects)('CSV import killed mid-write on %s', (dialect) => {
 
   it('resumes after the restart and writes every row once, with one event each', async () => {
     const base = `http://127.0.0.1:${env.PORT}`
-    const web = httpWebClient(base)
-    await web.get('/sign-up')
-    const signedUp = await web.post('/sign-up', {
-      email: 'crash@example.com',
-      password: 'correct-horse-battery',
-      account_name: 'Crash',
-    })
-    const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(signedUp.location ?? '')?.[1] ?? ''
-    expect(accountId).not.toBe('')
+    const { web, accountId } = await httpSignUp(base, 'crash@example.com', 'Crash')
     await web.get(`/app/${accountId}/contacts/import`)
     const csv = ['email,first_name,tags', ...Array.from({ length: ROWS }, (_, i) => `c${i}@example.com,C ${i},crash`)]
     const started = await web.upload(`/app/${accountId}/contacts/import`, 'crash.csv', csv.join('\n'))

@@ -5,7 +5,8 @@ import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createThrowawaySchema, type ThrowawaySchema } from './harness.js'
-import { httpWebClient, type ServerProcess, startServerProcess } from './processes.js'
+import { type ServerProcess, startServerProcess } from './processes.js'
+import { httpSignUp } from './web-client.js'
 
 const databaseUrl = process.env.TEST_DATABASE_URL
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
@@ -41,10 +42,7 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
 
   /** Signs up on an instance's web app and issues a key there; returns the client, account and key. */
   async function keyThroughUi(instance: ServerProcess, email: string) {
-    const web = httpWebClient(instance.base)
-    await web.get('/sign-up')
-    const signUp = await web.post('/sign-up', { email, password: 'correct-horse-battery', account_name: email })
-    const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(signUp.location ?? '')?.[1] as string
+    const { web, accountId } = await httpSignUp(instance.base, email, email)
     await web.get(`/app/${accountId}/settings/api`)
     const created = await web.post(`/app/${accountId}/settings/api/keys`, {
       name: 'K',

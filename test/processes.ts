@@ -94,39 +94,3 @@ export async function startServerProcess(
     },
   }
 }
-
-/** A minimal cookie-keeping form client over fetch, for the web app on a real port. */
-export function httpWebClient(base: string) {
-  const cookies = new Map<string, string>()
-  let last = ''
-  const keep = (res: Response) => {
-    for (const line of res.headers.getSetCookie()) {
-      const [pair] = line.split(';')
-      const [name, value] = (pair ?? '').split('=')
-      if (name) {
-        cookies.set(name, value ?? '')
-      }
-    }
-  }
-  const cookieHeader = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ')
-  return {
-    async get(path: string) {
-      const res = await fetch(base + path, { headers: { cookie: cookieHeader() }, redirect: 'manual' })
-      keep(res)
-      last = await res.text()
-      return { status: res.status, body: last, location: res.headers.get('location') }
-    },
-    async post(path: string, fields: Record<string, string>) {
-      const csrf = /name="_csrf" value="([^"]*)"/.exec(last)?.[1] ?? ''
-      const res = await fetch(base + path, {
-        method: 'POST',
-        headers: { cookie: cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
-        body: new URLSearchParams({ _csrf: csrf, ...fields }),
-        redirect: 'manual',
-      })
-      keep(res)
-      last = await res.text()
-      return { status: res.status, body: last, location: res.headers.get('location') }
-    },
-  }
-}

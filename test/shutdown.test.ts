@@ -7,7 +7,7 @@ import path from 'node:path'
 import { afterAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
 import { cliCommand, freePort, startServerProcess } from './processes.js'
-import { httpWebClient } from './web-client.js'
+import { httpSignUp } from './web-client.js'
 
 describe('operations in a real process', () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'contacts-ops-'))
@@ -58,14 +58,7 @@ describe('operations in a real process', () => {
       DATABASE_URL: `sqlite:${path.join(dir, 'export.sqlite')}`,
       RATE_LIMIT_PER_SECOND: '0',
     })
-    const web = httpWebClient(server.base)
-    await web.get('/sign-up')
-    const signedUp = await web.post('/sign-up', {
-      email: 'export@example.com',
-      password: 'correct-horse-battery',
-      account_name: 'Export',
-    })
-    const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(signedUp.location ?? '')?.[1] ?? ''
+    const { web, accountId } = await httpSignUp(server.base, 'export@example.com', 'Export')
     const rows = 5000
     const pad = 'x'.repeat(200)
     await web.get(`/app/${accountId}/contacts/import`)

@@ -188,3 +188,15 @@ export function httpWebClient(base: string) {
     },
   }
 }
+
+/** signUp through a real port: a person signs up in the web app; their client, signed in, and the new account. */
+export async function httpSignUp(base: string, email: string, accountName = 'Acme') {
+  const web = httpWebClient(base)
+  await web.get('/sign-up')
+  const res = await web.post('/sign-up', { email, password: 'correct-horse-battery', account_name: accountName })
+  const accountId = /\/app\/(acct_[0-9A-Z]+)\//.exec(res.location ?? '')?.[1]
+  if (res.status !== 303 || !accountId) {
+    throw new Error(`sign-up on ${base} failed: ${res.status} ${res.body.slice(0, 300)}`)
+  }
+  return { web, accountId }
+}

@@ -4,7 +4,7 @@ import path from 'node:path'
 import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
-import type { DatabaseConfig } from '../config.js'
+import type { DatabaseConfig, SqliteConfig } from '../config.js'
 import type { Dialect } from './dialect.js'
 import type { Database } from './schema.js'
 
@@ -17,16 +17,14 @@ export interface DatabaseHandle {
    * The SQLite file, when the database is one (not `:memory:`): a worker thread can open a
    * connection of its own to it (the CSV import's writes, src/imports/import-job.ts).
    */
-  readonly sqliteFile?: { path: string; synchronous: 'NORMAL' | 'FULL' }
+  readonly sqliteFile?: SqliteConfig
   /** PostgreSQL pool state, for metrics. */
   poolStats?: () => { total: number; idle: number; waiting: number }
   close(): Promise<void>
 }
 
 export function openDatabase(config: DatabaseConfig): DatabaseHandle {
-  return config.kind === 'sqlite'
-    ? openSqlite(config.path, config.synchronous)
-    : openPostgres(config.url, config.pooler === 'transaction')
+  return config.kind === 'sqlite' ? openSqlite(config) : openPostgres(config.url, config.pooler === 'transaction')
 }
 
 /**
@@ -43,7 +41,8 @@ function narrowToOwner(file: string): void {
   }
 }
 
-function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandle {
+function openSqlite(config: SqliteConfig): DatabaseHandle {
+  const { path: file, synchronous } = config
   if (file !== ':memory:') {
     mkdirSync(path.dirname(file), { recursive: true })
     // Readable by the service's user only (as the secret beside it): created here with mode 0600
@@ -68,7 +67,7 @@ function openSqlite(file: string, synchronous: 'NORMAL' | 'FULL'): DatabaseHandl
     new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
     'sqlite',
   )
-  return file === ':memory:' ? handle : { ...handle, sqliteFile: { path: file, synchronous } }
+  return file === ':memory:' ? handle : { ...handle, sqliteFile: config }
 }
 
 /**

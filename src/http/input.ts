@@ -19,19 +19,25 @@ export function installInputRules(app: FastifyInstance): void {
     }
   })
 
+  // No parser decodes a compressed body (JSON, a form, a multipart upload): it would be read as a
+  // broken one. RFC 9110's answer is 415 with Accept-Encoding naming what is accepted: the body as
+  // it is. Before any parser, so every route refuses it alike.
+  app.addHook('preParsing', async (request) => {
+    const encoding = request.headers['content-encoding']
+    if (encoding !== undefined && !/^\s*identity\s*$/i.test(encoding)) {
+      throw new AppError(
+        'unsupported_media_type',
+        'Send the request body uncompressed: no Content-Encoding is accepted.',
+        {
+          headers: { 'accept-encoding': 'identity' },
+        },
+      )
+    }
+  })
+
   const parseJson = app.getDefaultJsonParser('error', 'error')
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('application/json', { parseAs: 'buffer', bodyLimit: BODY_LIMIT }, (request, raw, done) => {
-    // A compressed body would be read as broken JSON (400); the right answer is RFC 9110's 415 with
-    // Accept-Encoding naming what is accepted: the body as it is.
-    const encoding = request.headers['content-encoding']
-    if (encoding !== undefined && !/^\s*identity\s*$/i.test(encoding)) {
-      return done(
-        new AppError('unsupported_media_type', 'Send the request body uncompressed: no Content-Encoding is accepted.', {
-          headers: { 'accept-encoding': 'identity' },
-        }),
-      )
-    }
     // JSON is UTF-8 (RFC 8259 §8.1): another charset is refused rather than read as if it were one.
     const charset = /;\s*charset\s*=\s*"?([^";\s]*)/i.exec(request.headers['content-type'] ?? '')?.[1]
     if (charset !== undefined && !/^utf-?8$/i.test(charset)) {

@@ -15,25 +15,24 @@
 // one: starting it costs 220–270 ms of CPU (its module graph, from dist/, load average ~15), too
 // much to pay per job.
 import { Worker } from 'node:worker_threads'
+import type { SqliteConfig } from '../config.js'
 import type { ExportPage } from '../contacts/contacts.csv-export.js'
 import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
 import type { SliceRequest, SliceResult } from './import-slice.js'
 
-/** The SQLite file the worker opens its own connection to, to write a job's rows (import-job.ts). */
-export interface WorkerDatabase {
-  path: string
-  synchronous: 'NORMAL' | 'FULL'
-}
-
 /** An upload as stored (imports.store.ts), read by the worker on its own connection. */
 export interface StoredFile {
-  database: WorkerDatabase
   accountId: string
   importId: string
 }
 
 /** A slice of a checked file's rows, [from, to), written by the worker on its own connection. */
-export type WorkerSlice = Omit<SliceRequest, 'rows'> & { to: number; database: WorkerDatabase }
+export type WorkerSlice = Omit<SliceRequest, 'rows'> & { to: number }
+
+/** What the worker is started with: the SQLite file it may open a connection of its own to. */
+export interface WorkerOptions {
+  database: SqliteConfig | undefined
+}
 
 export type CheckRequest =
   | { type: 'check'; job: number; file: Uint8Array | StoredFile }
@@ -41,9 +40,9 @@ export type CheckRequest =
   | { type: 'rows' | 'emails'; job: number; id: number; from: number; to: number }
   | { type: 'write'; job: number; id: number; slice: WorkerSlice }
   /** A page of an account's CSV export, read on the worker's own connection (no file, no check). */
-  | { type: 'export-page'; job: number; id: number; database: WorkerDatabase; accountId: string; afterId?: string }
+  | { type: 'export-page'; job: number; id: number; accountId: string; afterId?: string }
   /** How many of the file's emails the account has no contact with (the contacts it would create). */
-  | { type: 'count-new'; job: number; id: number; database: WorkerDatabase; accountId: string }
+  | { type: 'count-new'; job: number; id: number; accountId: string }
   /** The job is over (or stopped): the worker forgets its rows. */
   | { type: 'release'; job: number }
 
@@ -66,7 +65,7 @@ export interface CheckedFile {
   rows(from: number, to: number): Promise<ImportRow[]>
   emails(from: number, to: number): Promise<string[]>
   /** countNewEmails for every row, on the worker's own connection to the SQLite file. */
-  countNew(database: WorkerDatabase, accountId: string): Promise<number>
+  countNew(accountId: string): Promise<number>
   /** Writes a slice of the rows on the worker's own connection to the SQLite file. */
   write(slice: WorkerSlice): Promise<SliceResult>
   /** The worker forgets the rows. */
@@ -77,6 +76,12 @@ export interface CheckedFile {
 export type FileCheck = { ok: true; file: CheckedFile } | { ok: false; errors: ImportError[]; count: number }
 
 export interface ImportChecker {
+  /**
+   * The worker has a connection of its own to the SQLite file (the database is one): it reads
+   * stored uploads, counts new emails, writes rows and reads export pages there. Otherwise the
+   * job and the export do those on the serving connection.
+   */
+  readonly ownConnection: boolean
   /**
    * Checks the file on the worker thread. `onProgress` hears the rows checked (the job records them
    * and renews its lease); its calls are serialized, and a report that arrives while one runs
@@ -91,7 +96,7 @@ export interface ImportChecker {
    * A page of the account's CSV export read and written on the worker thread, on its own connection
    * to the SQLite file: the serving thread only passes the text on (contacts.csv-export.ts).
    */
-  exportPage(database: WorkerDatabase, accountId: string, afterId: string | undefined): Promise<ExportPage>
+  exportPage(accountId: string, afterId: string | undefined): Promise<ExportPage>
   /** Ends the worker (the runner's close); jobs still using it fail, and no new one starts. */
   close(): Promise<void>
   /** The worker's thread id while it runs, for tests. */
@@ -119,13 +124,20 @@ function answer<T extends CheckReply['type']>(reply: CheckReply, type: T): Extra
  * needs tsx's loader (a worker thread does not inherit the parent's module hooks); from dist/ both
  * are JavaScript and the worker starts without flags.
  */
-function startWorker(): Worker {
+function startWorker(workerData: WorkerOptions): Worker {
   const fromSource = import.meta.url.endsWith('.ts')
   const url = new URL(`./import-check.worker.${fromSource ? 'ts' : 'js'}`, import.meta.url)
-  return new Worker(url, fromSource ? { execArgv: ['--import', 'tsx'] } : {})
+  return new Worker(url, { workerData, ...(fromSource ? { execArgv: ['--import', 'tsx'] } : {}) })
 }
 
-export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
+/** `database`: the SQLite file, when the database is one, for the worker's own connection. */
+export function createImportChecker({
+  database,
+  idleMs = IDLE_MS,
+}: {
+  database?: SqliteConfig | undefined
+  idleMs?: number
+} = {}): ImportChecker {
   let worker: Worker | undefined
   let idleTimer: NodeJS.Timeout | undefined
   /** Each job's listener, and the worker it talks to: a worker that is lost fails only its own. */
@@ -144,7 +156,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
     if (worker) {
       return worker
     }
-    const started = startWorker()
+    const started = startWorker({ database })
     started.on('message', (reply: CheckReply) => jobs.get(reply.job)?.hear(reply))
     const lost = (error: unknown) => {
       if (worker === started) {
@@ -294,8 +306,8 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
           const reply = await ask({ type: 'emails', from, to })
           return reply.type === 'emails' ? reply.emails : []
         },
-        async countNew(database, accountId) {
-          return answer(await ask({ type: 'count-new', database, accountId }), 'counted').created
+        async countNew(accountId) {
+          return answer(await ask({ type: 'count-new', accountId }), 'counted').created
         },
         write(slice) {
           // One slice at a time in the worker, whatever the number of jobs: the serving
@@ -312,7 +324,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
   }
 
   /** A job of one request: the export's pages hold nothing on the worker between them. */
-  function exportPage(database: WorkerDatabase, accountId: string, afterId: string | undefined): Promise<ExportPage> {
+  function exportPage(accountId: string, afterId: string | undefined): Promise<ExportPage> {
     const thread = ensureWorker()
     thread.ref()
     const job = nextJob++
@@ -322,7 +334,6 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
         type: 'export-page',
         job,
         id: 0,
-        database,
         accountId,
         ...(afterId === undefined ? {} : { afterId }),
       } satisfies CheckRequest)
@@ -335,6 +346,7 @@ export function createImportChecker(idleMs = IDLE_MS): ImportChecker {
   }
 
   return {
+    ownConnection: database !== undefined,
     check,
     exportPage,
     async close() {

@@ -11,13 +11,12 @@
 // (busy_timeout), and begin IMMEDIATE so that one never fails on it (db/database.ts).
 import { readlinkSync } from 'node:fs'
 import { setPriority } from 'node:os'
-import { parentPort } from 'node:worker_threads'
+import { parentPort, workerData } from 'node:worker_threads'
 import { readExportPage } from '../contacts/contacts.csv-export.js'
 import { type ImportRow, parseContactsCsv, sliceYielder } from '../contacts/contacts.csv-import.js'
 import { countNewEmails } from '../contacts/contacts.import.js'
 import { type DatabaseHandle, openDatabase } from '../db/database.js'
-import type { CheckReply, CheckRequest, StoredFile, WorkerDatabase, WorkerSlice } from './import-check.js'
-import { LOOKUP_ROWS } from './import-job.js'
+import type { CheckReply, CheckRequest, StoredFile, WorkerOptions, WorkerSlice } from './import-check.js'
 import { writeSlice } from './import-slice.js'
 import { readImportFile } from './imports.store.js'
 
@@ -40,7 +39,7 @@ async function check(job: number, file: Uint8Array | StoredFile): Promise<void> 
   const bytes =
     file instanceof Uint8Array
       ? file
-      : ((await readImportFile(database(file.database).db, file.accountId, file.importId)) ?? new Uint8Array())
+      : ((await readImportFile(database(), file.accountId, file.importId)) ?? new Uint8Array())
   const parsed = await parseContactsCsv(
     bytes,
     async (checked, total) => send({ type: 'progress', job, checked, total }),
@@ -58,15 +57,16 @@ async function check(job: number, file: Uint8Array | StoredFile): Promise<void> 
   }
 }
 
-/** This thread's connection to the SQLite file, opened at the first write. */
-let connection: { path: string; handle: DatabaseHandle } | undefined
+const { database: sqliteFile } = workerData as WorkerOptions
+/** This thread's connection to the SQLite file, opened at its first use; it ends with the thread. */
+let connection: DatabaseHandle | undefined
 
-function database({ path, synchronous }: WorkerDatabase): DatabaseHandle {
-  if (connection?.path !== path) {
-    void connection?.handle.close()
-    connection = { path, handle: openDatabase({ kind: 'sqlite', path, synchronous }) }
+function database(): DatabaseHandle['db'] {
+  if (!sqliteFile) {
+    throw new Error('the import worker has no SQLite file to connect to (import-check.ts ownConnection)')
   }
-  return connection.handle
+  connection ??= openDatabase(sqliteFile)
+  return connection.db
 }
 
 /**
@@ -94,21 +94,20 @@ async function onConnection(job: number, id: number, work: () => Promise<CheckRe
   }
 }
 
-const write = (job: number, id: number, { to, database: file, ...slice }: WorkerSlice) =>
+const write = (job: number, id: number, { to, ...slice }: WorkerSlice) =>
   onConnection(job, id, async () => {
     const rows = heldRows(job).slice(slice.from, to)
-    return { type: 'written', job, id, result: await writeSlice(database(file).db, { ...slice, rows }) }
+    return { type: 'written', job, id, result: await writeSlice(database(), { ...slice, rows }) }
   })
 
-const countNew = (job: number, id: number, file: WorkerDatabase, accountId: string) =>
-  onConnection(job, id, async () => {
-    const rows = heldRows(job)
-    let created = 0
-    for (let i = 0; i < rows.length; i += LOOKUP_ROWS) {
-      created += await countNewEmails(database(file).db, accountId, rows.slice(i, i + LOOKUP_ROWS))
-    }
-    return { type: 'counted', job, id, created }
-  })
+// Every row at once: countNewEmails looks them up 500 a query, and this thread serves no request.
+const countNew = (job: number, id: number, accountId: string) =>
+  onConnection(job, id, async () => ({
+    type: 'counted',
+    job,
+    id,
+    created: await countNewEmails(database(), accountId, heldRows(job)),
+  }))
 
 port.on('message', (request: CheckRequest) => {
   switch (request.type) {
@@ -120,11 +119,11 @@ port.on('message', (request: CheckRequest) => {
         type: 'export-page',
         job: request.job,
         id: request.id,
-        page: await readExportPage(database(request.database).db, request.accountId, request.afterId, EXPORT_PAGE_ROWS),
+        page: await readExportPage(database(), request.accountId, request.afterId, EXPORT_PAGE_ROWS),
       }))
       break
     case 'count-new':
-      void countNew(request.job, request.id, request.database, request.accountId)
+      void countNew(request.job, request.id, request.accountId)
       break
     case 'check':
       check(request.job, request.file).catch((error: unknown) =>

@@ -10,11 +10,11 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import { contactCount } from '../contacts/contact-count.js'
-import { IMPORT_PROBLEMS_KEPT, type ImportError, type ImportRow } from '../contacts/contacts.csv-import.js'
+import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
 import { countNewEmails } from '../contacts/contacts.import.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
-import type { CheckedFile, FileCheck, ImportChecker, WorkerDatabase, WorkerSlice } from './import-check.js'
+import type { CheckedFile, FileCheck, ImportChecker, WorkerSlice } from './import-check.js'
 import { type SliceResult, writeSlice } from './import-slice.js'
 import {
   deleteImportFile,
@@ -32,14 +32,13 @@ export interface ImportJobDeps {
   leaseMs: number
   /** Rows per write transaction (tests make it small to stop a job mid-write). */
   chunkRows: number
-  /** Checks the file on a worker thread (import-check.ts). */
-  checker: ImportChecker
   /**
-   * The SQLite file, when the database is one: the worker thread then writes the rows on a
-   * connection of its own. Unset on PostgreSQL (its writes wait on the server, not the loop) and
-   * for an in-memory database (no other connection can open it).
+   * Checks the file on a worker thread (import-check.ts); with `ownConnection` (an SQLite file) the
+   * worker also reads the file, counts the new emails and writes the rows on a connection of its
+   * own. Not on PostgreSQL (its writes wait on the server, not the loop) nor for an in-memory
+   * database (no other connection can open it).
    */
-  workerDatabase?: WorkerDatabase
+  checker: ImportChecker
 }
 
 /**
@@ -68,8 +67,8 @@ export async function runImport(
   }
   // On an SQLite file the worker reads the upload on its own connection: its 3-5 MB never pass
   // through the event loop's heap.
-  const file = deps.workerDatabase
-    ? { database: deps.workerDatabase, accountId, importId: id }
+  const file = deps.checker.ownConnection
+    ? { accountId, importId: id }
     : ((await readImportFile(db, accountId, id)) ?? new Uint8Array())
   const now = () => clock.now().toISOString()
   const lease = () => new Date(clock.now().getTime() + deps.leaseMs).toISOString()
@@ -78,7 +77,8 @@ export async function runImport(
     await update({
       state: 'failed',
       error_count: count,
-      errors: JSON.stringify(errors.slice(0, IMPORT_PROBLEMS_KEPT)),
+      // At most IMPORT_PROBLEMS_KEPT: the check keeps no more, a slice fails on one row's.
+      errors: JSON.stringify(errors),
       lease_expires_at: null,
       finished_at: now(),
     })
@@ -172,8 +172,8 @@ async function writeRows(
     }
     // On an SQLite file the worker thread that holds the rows writes them on its own connection;
     // otherwise they are fetched from it and written here.
-    const result = deps.workerDatabase
-      ? await writeOnWorker(checked, { ...slice, to, database: deps.workerDatabase })
+    const result = deps.checker.ownConnection
+      ? await writeOnWorker(checked, { ...slice, to })
       : await writeSlice(db, { ...slice, rows: await rowsAt(from, to) })
     if (result.type === 'taken') {
       throw new ImportInterrupted('taken over by another runner')
@@ -250,8 +250,8 @@ async function newContactCount(
   checked: CheckedFile,
   signal: AbortSignal,
 ): Promise<number> {
-  if (deps.workerDatabase) {
-    const created = await checked.countNew(deps.workerDatabase, accountId)
+  if (deps.checker.ownConnection) {
+    const created = await checked.countNew(accountId)
     if (signal.aborted) {
       throw new ImportInterrupted('stopped')
     }
@@ -274,4 +274,4 @@ async function newContactCount(
 }
 
 /** Emails looked up per query while checking the quota (a yield between queries). */
-export const LOOKUP_ROWS = 500
+const LOOKUP_ROWS = 500

@@ -2,9 +2,10 @@
 // woken when an upload is stored, and (once started by `serve`) polling for jobs left unfinished
 // by a crash or queued beyond the cap. Tests call drain() instead of sleeping.
 import type { Kysely } from 'kysely'
+import type { SqliteConfig } from '../config.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
-import { createImportChecker, type ImportChecker, type WorkerDatabase } from './import-check.js'
+import { createImportChecker, type ImportChecker } from './import-check.js'
 import { ImportInterrupted, runImport, WRITE_CHUNK_ROWS } from './import-job.js'
 import { claimNextImport, releaseImport } from './imports.store.js'
 
@@ -23,7 +24,7 @@ export interface ImportRunner {
   /** Until no job is running or claimable: tests wait for imports with it. */
   drain(): Promise<void>
   /** The jobs' worker thread, which also reads CSV exports on an SQLite file (contacts-csv.routes.ts). */
-  readonly csvWorker: Pick<ImportChecker, 'exportPage' | 'threadId'>
+  readonly csvWorker: Pick<ImportChecker, 'ownConnection' | 'exportPage' | 'threadId'>
 }
 
 export interface ImportRunnerOptions {
@@ -39,7 +40,7 @@ export interface ImportRunnerOptions {
   chunkRows?: number
   pollMs?: number
   /** An SQLite file: the check's worker thread writes the rows on a connection of its own (import-job.ts). */
-  workerDatabase?: WorkerDatabase
+  sqliteFile?: SqliteConfig | undefined
 }
 
 export const IMPORT_LEASE_MS = 15_000
@@ -53,8 +54,7 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
     maxContactsPerAccount: options.maxContactsPerAccount,
     leaseMs: options.leaseMs ?? IMPORT_LEASE_MS,
     chunkRows: options.chunkRows ?? WRITE_CHUNK_ROWS,
-    checker: createImportChecker(),
-    ...(options.workerDatabase ? { workerDatabase: options.workerDatabase } : {}),
+    checker: createImportChecker({ database: options.sqliteFile }),
   }
   const running = new Map<string, Promise<void>>()
   const stopping = new AbortController()

@@ -38,14 +38,13 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
   app,
   { deps, render },
 ) => {
-  const { db, sqliteFile } = deps.database
+  const { db } = deps.database
+  const { csvWorker } = deps.imports
   // On an SQLite file the import's worker thread reads and writes the pages on its own connection.
   const exportPages =
     (accountId: string): ExportPageReader =>
     (afterId) =>
-      sqliteFile
-        ? deps.imports.csvWorker.exportPage(sqliteFile, accountId, afterId)
-        : readExportPage(db, accountId, afterId)
+      csvWorker.ownConnection ? csvWorker.exportPage(accountId, afterId) : readExportPage(db, accountId, afterId)
 
   app.get('/contacts/export.csv', async (request, reply) => {
     const { account } = accountContext(request)
