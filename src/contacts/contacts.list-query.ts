@@ -1,28 +1,14 @@
 // The contacts list query: which plan serves a page, and the SQL of each filter combination.
-//
-// With `q` or `updated_after`, a probe first counts the matching index entries, up to a bound, to
-// choose between two plans (see INDEXED_MAX). A list request is the hottest query of the API, so
-// each combination of filters and plan (its "shape") is built with Kysely once per database handle,
-// compiled, and kept as a template: the SQL text and, for each parameter position, the name of the
-// value that goes there (its slot). To learn the slots, the query is built with markers in place
-// of values: the string "\u0000<slot>" for a text value, and FETCH_MARKER / INDEXED_MAX_MARKER, two
-// negative numbers no real limit takes, for the LIMITs (Kysely wants numbers there). Kysely passes
-// every value as a parameter, so each marker comes back as one parameter, which names its slot. A
-// request then runs the template with its own values in slot order. Markers, slots and templates
-// never leave this module: callers pass filters and get rows.
-//
-// Bounded cost: when neither a probe nor an email picks an index, a page with `q` or
-// `updated_after` walks the id order (or the tag's index) and skips the contacts that do not match.
-// That walk examines at most SCAN_MAX rows a page: a first query finds where a window of SCAN_MAX
-// positions after the cursor ends, the page is looked for inside it, and when it holds fewer than
-// `fetch` matches the page ends there, short or even empty, with `scannedTo` (the window's end) for
-// the next cursor. Only a walk that reached the end of the account gives no cursor.
-//
-// Rows examined: every page reports how many contacts it read (`examined`), so the route can charge
-// the account for an expensive page (scanCost): a bounded page is cheap but not free, and a client
-// asking for the worst case at the full request rate would still take a database's core.
-import { CompiledQuery, sql } from 'kysely'
+// With `q` or `updated_after`, a probe first counts the matching index entries (up to INDEXED_MAX)
+// to choose between sorting the few matches and walking the id order; a walk examines at most
+// SCAN_MAX rows a page and may end a page short, with the cursor where it stopped. Each page
+// reports how many rows it examined, which the route charges to the account (scanCost). Each
+// combination of filters and plan is one statement, built once (db/statement.ts). Why each bound:
+// docs/api-decisions.md, "Bounded cost per list page".
+import { type CompiledQuery, sql } from 'kysely'
 import { PLAN_PER_CALL } from '../db/database.js'
+import { dialectOf } from '../db/dialect.js'
+import { bind, type Statement, marker as slotMarker, statementFor } from '../db/statement.js'
 import type { Db } from '../db/transaction.js'
 import { invalidParameter } from '../http/errors.js'
 import type { PageRow, ScannedRows } from '../http/pagination.js'
@@ -37,22 +23,16 @@ export interface ListContactsOptions extends ListContactsFilters {
 }
 
 /**
- * With `q` or `updated_after`, a page either sorts the few matching contacts, found by an index
- * (contact_terms, or (account_id, updated_at)), or walks the id order skipping the others: the
- * first is right when few match (a rare name; a sync loop asking for the last minute's changes),
- * the second when many do (a common prefix; a first sync), where sorting them all for every page
- * would cost O(n) a page. A probe that reads at most this many + 1 index entries decides, so
- * neither database's planner has to guess. It also bounds the sorted plan's cost: its matches are
- * read one by one, wherever they sit (2,500 spread over 100k contacts took 14 ms on SQLite, 250 took
- * 0.8 ms), so past this many the bounded id walk serves the page instead.
+ * Up to this many matches of `q` or `updated_after`, found by their index, a page sorts them (a rare
+ * name; the last minute's changes); beyond it, the bounded id walk serves the page, since sorting
+ * them all for every page would cost O(n) a page. A probe that reads at most this many + 1 index
+ * entries decides, so neither database's planner has to guess.
  */
 const INDEXED_MAX = 500
 
 /**
- * The most rows a page of the id walk with `q` or `updated_after` examines (see the header): under
- * a millisecond on SQLite at 100k contacts (docs/api-decisions.md), whatever the filter matches. The
- * id walk reads rows in the table's order; with a tag, the walk follows the tag's index and reads
- * each contact where it is, so it examines a quarter as many (TAG_SCAN_DIVISOR).
+ * The most rows a page of the id walk with `q` or `updated_after` examines. With a tag, the walk
+ * follows the tag's index and reads each contact where it is: a quarter as many.
  */
 const SCAN_MAX = 1000
 const TAG_SCAN_DIVISOR = 4
@@ -63,12 +43,7 @@ const TAG_SCAN_DIVISOR = 4
  */
 export const listBounds = { indexedMax: INDEXED_MAX, scanMax: SCAN_MAX }
 
-/**
- * Rows a page may examine for each request it spends from the account's budget. Measured at 100k
- * contacts (docs/rate-limits.md): a page of the worst-case `q` walk (1,000 rows) took 1.7 ms of
- * PostgreSQL time and 0.27 ms of SQLite's, against 0.24 ms and 0.13 ms of CPU for a whole plain
- * page of 100; so about 100 examined rows cost what one ordinary request does on PostgreSQL.
- */
+/** Rows a page may examine for each request it spends from the account's budget (docs/rate-limits.md). */
 export const ROWS_PER_REQUEST = 100
 
 /**
@@ -83,11 +58,7 @@ export interface ListedRows extends ScannedRows {
   examined: number
 }
 
-/**
- * Keyset page by id (creation order): the cost does not grow with depth. The query of each filter
- * combination is compiled once per database handle (see the header) and run with the request's
- * values; SQLite reuses the prepared statement too (db/database.ts).
- */
+/** Keyset page by id (creation order): the cost does not grow with depth. */
 export async function listContactRows(
   db: Db,
   accountId: string,
@@ -126,10 +97,8 @@ export async function listContactRows(
   // The matches a probe counted: what the sorted plan it picks reads, at most indexedMax.
   let matches = 0
   const fewMatch = async (probeName: 'probeQ' | 'probeUpdated') => {
-    const probe = templateFor(db, probeName, () => compileProbe(db, probeName))
-    const { rows } = await db.executeQuery<{ n: number | string }>(
-      CompiledQuery.raw(probe.sql, parameters(probe, values)),
-    )
+    const probe = listStatement(db, probeName, () => compileProbe(db, probeName))
+    const { rows } = await db.executeQuery<{ n: number | string }>(bind(probe, values))
     matches = Number(rows[0]?.n ?? 0)
     return matches <= indexedMax
   }
@@ -144,8 +113,8 @@ export async function listContactRows(
   const walks = (shape.q || shape.updatedAfter) && !shape.email && !shape.qIndexed && !shape.updatedAfterIndexed
   if (walks) {
     const endKey = `scanEnd${shape.tag ? 't' : ''}${shape.desc ? 'd' : ''}${shape.after ? 'a' : ''}`
-    const end = templateFor(db, endKey, () => compileScanEnd(db, shape))
-    const { rows } = await db.executeQuery<{ id: string }>(CompiledQuery.raw(end.sql, parameters(end, values)))
+    const end = listStatement(db, endKey, () => compileScanEnd(db, shape))
+    const { rows } = await db.executeQuery<{ id: string }>(bind(end, values))
     // No row: fewer than scanMax positions are left, and the walk runs to the end.
     values.scannedTo = rows[0]?.id
     shape.bounded = values.scannedTo !== undefined
@@ -153,8 +122,8 @@ export async function listContactRows(
   const key = Object.values(shape)
     .map((on) => (on ? '1' : '0'))
     .join('')
-  const template = templateFor(db, key, () => compileListTemplate(db, shape))
-  const { rows } = await db.executeQuery<PageRow>(CompiledQuery.raw(template.sql, parameters(template, values)))
+  const page = listStatement(db, key, () => compilePage(db, shape))
+  const { rows } = await db.executeQuery<PageRow>(bind(page, values))
   // A full page ends at its last row; a short one within the window ends where the window does.
   const scannedTo = rows.length < options.fetch ? (values.scannedTo as string | undefined) : undefined
   let examined = rows.length
@@ -182,10 +151,8 @@ async function walkedPositions(
   last: PageRow | undefined,
 ): Promise<number> {
   const key = `walked${shape.tag ? 't' : ''}${shape.desc ? 'd' : ''}${shape.after ? 'a' : ''}${last ? 'l' : ''}`
-  const counted = templateFor(db, key, () => compileWalked(db, shape, last !== undefined))
-  const { rows } = await db.executeQuery<{ n: number | string }>(
-    CompiledQuery.raw(counted.sql, parameters(counted, { ...values, scannedTo: last?.id })),
-  )
+  const counted = listStatement(db, key, () => compileWalked(db, shape, last !== undefined))
+  const { rows } = await db.executeQuery<{ n: number | string }>(bind(counted, { ...values, scannedTo: last?.id }))
   return Number(rows[0]?.n ?? 0)
 }
 
@@ -206,60 +173,29 @@ type ListShape = Record<
   'desc' | 'after' | 'email' | 'tag' | 'q' | 'qIndexed' | 'updatedAfter' | 'updatedAfterIndexed' | 'bounded',
   boolean
 >
-interface ListTemplate {
-  sql: string
-  /** Which value goes in each parameter position. */
-  slots: ListSlot[]
-}
+type Built = { compiled: CompiledQuery; suffix?: string }
 
-/** Per database handle (the SQL differs by dialect); a transaction, a new object each time, just misses. */
-const listTemplates = new WeakMap<Db, Map<string, ListTemplate>>()
+/** The statement of one shape, built once per dialect (db/statement.ts). */
+const listStatement = (db: Db, key: string, build: () => Built): Statement<ListSlot> =>
+  statementFor(dialectOf(db), `contacts-list|${key}`, build, NUMBER_MARKERS)
 
-function templateFor(db: Db, key: string, compile: () => ListTemplate): ListTemplate {
-  let templates = listTemplates.get(db)
-  if (!templates) {
-    templates = new Map()
-    listTemplates.set(db, templates)
-  }
-  let template = templates.get(key)
-  if (!template) {
-    template = compile()
-    templates.set(key, template)
-  }
-  return template
-}
-
-const parameters = (template: ListTemplate, values: Record<ListSlot, unknown>) =>
-  template.slots.map((slot) => values[slot])
-
-const marker = (slot: ListSlot) => `\u0000${slot}`
+const marker = (slot: ListSlot) => slotMarker(slot)
+/** Negative numbers that no real LIMIT or OFFSET takes, where Kysely wants a number. */
 const FETCH_MARKER = -424242
 const INDEXED_MAX_MARKER = -434343
 const SCAN_SKIP_MARKER = -444444
-
-/** Records which value each parameter position of a query built with markers takes. */
-function toTemplate(compiled: { sql: string; parameters: readonly unknown[] }, planPerCall: boolean): ListTemplate {
-  const slots = compiled.parameters.map((parameter): ListSlot => {
-    if (parameter === FETCH_MARKER) {
-      return 'fetch'
-    }
-    if (parameter === INDEXED_MAX_MARKER) {
-      return 'indexedMax'
-    }
-    if (parameter === SCAN_SKIP_MARKER) {
-      return 'scanSkip'
-    }
-    const slot = typeof parameter === 'string' && parameter.startsWith('\u0000') ? parameter.slice(1) : undefined
-    if (slot === undefined) {
-      throw new Error(`list query: unexpected parameter ${String(parameter)}`)
-    }
-    return slot as ListSlot
-  })
-  return { sql: planPerCall ? `${compiled.sql} ${PLAN_PER_CALL}` : compiled.sql, slots }
+const NUMBER_MARKERS: Record<number, ListSlot> = {
+  [FETCH_MARKER]: 'fetch',
+  [INDEXED_MAX_MARKER]: 'indexedMax',
+  [SCAN_SKIP_MARKER]: 'scanSkip',
 }
 
+/** A compiled query, planned on every call when its best plan depends on the values given. */
+const built = (compiled: CompiledQuery, planPerCall: boolean): Built =>
+  planPerCall ? { compiled, suffix: PLAN_PER_CALL } : { compiled }
+
 /** How many index entries match `q` or `updated_after`, counting no further than INDEXED_MAX + 1. */
-function compileProbe(db: Db, probe: 'probeQ' | 'probeUpdated'): ListTemplate {
+function compileProbe(db: Db, probe: 'probeQ' | 'probeUpdated'): Built {
   const matching =
     probe === 'probeQ'
       ? matchingTerms(db).select('contact_terms.contact_id').limit(INDEXED_MAX_MARKER)
@@ -269,7 +205,7 @@ function compileProbe(db: Db, probe: 'probeQ' | 'probeUpdated'): ListTemplate {
           .where('contacts.account_id', '=', marker('account'))
           .where('contacts.updated_at', '>', marker('updatedAfter'))
           .limit(INDEXED_MAX_MARKER)
-  return toTemplate(sql<{ n: number }>`select count(*) as n from (${matching}) as matching`.compile(db), true)
+  return built(sql<{ n: number }>`select count(*) as n from (${matching}) as matching`.compile(db), true)
 }
 
 /**
@@ -277,7 +213,7 @@ function compileProbe(db: Db, probe: 'probeQ' | 'probeUpdated'): ListTemplate {
  * (the contacts' primary key, or the tag's index), read from the index alone. No row when fewer
  * are left.
  */
-function compileScanEnd(db: Db, shape: ListShape): ListTemplate {
+function compileScanEnd(db: Db, shape: ListShape): Built {
   const direction = shape.desc ? 'desc' : 'asc'
   const compiled = shape.tag
     ? db
@@ -299,11 +235,11 @@ function compileScanEnd(db: Db, shape: ListShape): ListTemplate {
         .limit(sql.lit(1))
         .offset(SCAN_SKIP_MARKER)
         .compile()
-  return toTemplate(compiled, false)
+  return built(compiled, false)
 }
 
 /** How many positions of the walk's order lie after the cursor, up to `scannedTo` when `toLast`; at most the window. */
-function compileWalked(db: Db, shape: ListShape, toLast: boolean): ListTemplate {
+function compileWalked(db: Db, shape: ListShape, toLast: boolean): Built {
   const direction = shape.desc ? 'desc' : 'asc'
   const before = shape.desc ? '<' : '>'
   const upTo = shape.desc ? '>=' : '<='
@@ -326,7 +262,7 @@ function compileWalked(db: Db, shape: ListShape, toLast: boolean): ListTemplate 
         .orderBy('contacts.id', direction)
         .limit(SCAN_SKIP_MARKER)
   // Capped at scanSkip, one short of the window: a count that only sets a charge can be one low.
-  return toTemplate(sql<{ n: number }>`select count(*) as n from (${positions}) as walked`.compile(db), false)
+  return built(sql<{ n: number }>`select count(*) as n from (${positions}) as walked`.compile(db), false)
 }
 
 /** The account's search terms that start with `q`: a range of the contact_terms index. */
@@ -377,10 +313,10 @@ function updatedAfter(raw: string): string {
  * many contacts carry the tag (an `id in (subquery)` made SQLite collect all of them first).
  * When a probe found few matches of `q` or `updated_after`, their index drives the page instead.
  */
-function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
+function compilePage(db: Db, shape: ListShape): Built {
   const direction = shape.desc ? 'desc' : 'asc'
   if (shape.qIndexed) {
-    return compileFewTermsTemplate(db, shape)
+    return compileFewTermsPage(db, shape)
   }
   let query = shape.tag
     ? db
@@ -420,14 +356,14 @@ function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
       .orderBy(sql`${sql.ref(position)} || ''`, direction)
       .limit(FETCH_MARKER)
       .compile()
-    return toTemplate(compiled, true)
+    return built(compiled, true)
   }
   if (shape.updatedAfter) {
     // Many changed: an expression no index serves, so the page walks the id order.
     query = query.where(sql<boolean>`(contacts.updated_at || '') > ${marker('updatedAfter')}`)
   }
   // Which plan is best depends on the values given: planned per call (no generic plan on PostgreSQL).
-  return toTemplate(query.orderBy(position, direction).limit(FETCH_MARKER).compile(), shape.updatedAfter || shape.q)
+  return built(query.orderBy(position, direction).limit(FETCH_MARKER).compile(), shape.updatedAfter || shape.q)
 }
 
 /**
@@ -435,7 +371,7 @@ function compileListTemplate(db: Db, shape: ListShape): ListTemplate {
  * cursor applied there too), the other filters are checked on those few, and the page is sorted.
  * Expressions (`id || ''`, `updated_at || ''`) keep a planner from walking an index instead.
  */
-function compileFewTermsTemplate(db: Db, shape: ListShape): ListTemplate {
+function compileFewTermsPage(db: Db, shape: ListShape): Built {
   let matching = matchingTerms(db).select('contact_terms.contact_id')
   if (shape.after) {
     matching = matching.where('contact_terms.contact_id', shape.desc ? '<' : '>', marker('after'))
@@ -463,5 +399,5 @@ function compileFewTermsTemplate(db: Db, shape: ListShape): ListTemplate {
     .orderBy(sql`contacts.id || ''`, shape.desc ? 'desc' : 'asc')
     .limit(FETCH_MARKER)
     .compile()
-  return toTemplate(compiled, true)
+  return built(compiled, true)
 }

@@ -1,9 +1,9 @@
-// SQL written once, with named values, for the hottest writes: `sqlFor(dialect)` turns a template
-// whose interpolations are value names into the dialect's text with positional parameters, once at
-// module load; `bind` makes the CompiledQuery of one call. Nothing is built or compiled per call
-// (a Kysely query builder costs 5-30 µs a statement to build and compile; docs/performance.md,
-// "Writes on PostgreSQL"), and the text never changes, so SQLite's statement cache and
-// PostgreSQL's named statements (db/database.ts) prepare it once per connection.
+// The one way the hot paths keep their SQL: a Statement is SQL text with a value name for each
+// parameter position, made once (never per call) and bound per call with `bind`. Its text never
+// changes, so SQLite's statement cache and PostgreSQL's named statements (db/database.ts) prepare
+// it once per connection. Made either at module load from a template (`sqlFor`), or at first use
+// from a query Kysely builds with markers in place of values (`statementFor`, for queries with
+// many shapes, such as the contacts list). Why: docs/design.md, "SQL statements".
 import { CompiledQuery } from 'kysely'
 import type { Dialect } from './dialect.js'
 
@@ -21,9 +21,9 @@ export interface Statement<Name extends string> {
 }
 
 /**
- * A template tag for one dialect: sqlFor('postgres')`… where id = ${'id'}` is
- * `… where id = $1` with names ['id']. PostgreSQL numbers each name once (`$1` again where it
- * recurs); SQLite takes one `?` per occurrence. A rawSql(…) interpolation is put in as text.
+ * A template tag for one dialect: sqlFor('postgres')`… where id = ${'id'}` is `… where id = $1`
+ * with names ['id']. PostgreSQL numbers each name once (`$1` again where it recurs); SQLite takes
+ * one `?` per occurrence. A rawSql(…) interpolation is put in as text.
  */
 export function sqlFor(dialect: Dialect) {
   return <Name extends string>(strings: TemplateStringsArray, ...names: Array<Name | RawSql>): Statement<Name> => {
@@ -58,3 +58,43 @@ export function bind<Name extends string>(
     statement.names.map((name) => values[name]),
   )
 }
+
+/** A text value's marker in a query built for `statementFor`: the value named `name` goes there. */
+export const marker = (name: string): string => `\u0000${name}`
+
+/**
+ * The statement of one shape of a query, built with Kysely once per dialect and shape and kept:
+ * `build` makes the query with `marker(name)` in place of each text value, and with a number of
+ * `numberMarkers` where Kysely wants a number (a LIMIT); each marker comes back as one parameter,
+ * which names its position.
+ */
+export function statementFor<Name extends string>(
+  dialect: Dialect,
+  key: string,
+  build: () => { compiled: CompiledQuery; suffix?: string },
+  numberMarkers: Readonly<Record<number, Name>> = {},
+): Statement<Name> {
+  const cacheKey = `${dialect}|${key}`
+  let statement = statements.get(cacheKey) as Statement<Name> | undefined
+  if (!statement) {
+    const { compiled, suffix } = build()
+    const names = compiled.parameters.map((parameter): Name => {
+      const named =
+        typeof parameter === 'number'
+          ? numberMarkers[parameter]
+          : typeof parameter === 'string' && parameter.startsWith('\u0000')
+            ? (parameter.slice(1) as Name)
+            : undefined
+      if (named === undefined) {
+        throw new Error(`statement ${key}: a parameter without a marker (${String(parameter)})`)
+      }
+      return named
+    })
+    statement = { sql: suffix ? `${compiled.sql} ${suffix}` : compiled.sql, names }
+    statements.set(cacheKey, statement)
+  }
+  return statement
+}
+
+/** Every statement made by statementFor: a few dozen shapes per dialect. */
+const statements = new Map<string, Statement<string>>()
