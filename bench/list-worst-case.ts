@@ -1,5 +1,4 @@
-// The list filters' worst cases, timed through the app's own listContactRows (issue 12, item 2):
-// `q` with a prefix that more than INDEXED_MAX terms share, all of them late in id order (the
+// The list filters' worst cases, timed through the app's own listContactRows: `q` with a prefix that more than INDEXED_MAX terms share, all of them late in id order (the
 // attacker's `q=r9-`), the same for `updated_after`, and the common cases for comparison.
 //
 //   node --import tsx bench/list-worst-case.ts --db=sqlite|postgres --contacts=100000 [--src=DIR]
@@ -13,9 +12,9 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
-import { applyContactInput, emptyContact, toContactRows } from '../src/contacts/contacts.js'
+import { createContactService } from '../src/contacts/contact-service.js'
 import { openDatabase } from '../src/db/database.js'
-import { newId } from '../src/lib/ids.js'
+import { systemClock } from '../src/lib/clock.js'
 import { seedPostgres, seedSqlite } from './seed.js'
 
 const args = Object.fromEntries(
@@ -41,23 +40,16 @@ async function seed(): Promise<{ accountId: string; attackStart: string }> {
   const accountId = seeded.big.accountId
   const handle = openDatabase(kind === 'sqlite' ? { kind, path: file, synchronous: 'NORMAL' } : { kind, url: pgUrl })
   const attackStart = new Date().toISOString()
+  const writer = createContactService({ db: handle.db, clock: systemClock, maxContacts: Number.MAX_SAFE_INTEGER })
   for (let batch = 0; batch < ATTACKER_CONTACTS; batch += 300) {
-    const rows: ReturnType<typeof toContactRows>[] = []
-    for (let i = batch; i < Math.min(batch + 300, ATTACKER_CONTACTS); i++) {
-      const now = new Date().toISOString()
-      const contact = applyContactInput(emptyContact(newId('contact'), now), { email: `r9-${i}@attacker.test` }, now)
-      rows.push(toContactRows(accountId, contact))
-    }
-    await handle.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('contacts')
-        .values(rows.map((r) => r.contact))
-        .execute()
-      await trx
-        .insertInto('contact_terms')
-        .values(rows.flatMap((r) => r.terms))
-        .execute()
-    })
+    const emails = Array.from(
+      { length: Math.min(300, ATTACKER_CONTACTS - batch) },
+      (_, i) => `r9-${batch + i}@attacker.test`,
+    )
+    await writer.applyBatch(
+      accountId,
+      emails.map((email) => ({ op: 'create', input: { email } })),
+    )
   }
   await handle.close()
   if (kind === 'postgres') {

@@ -1,16 +1,15 @@
-// Seeds a benchmark database fast, without HTTP: one big account plus many small ones. Every row is
-// built by the project's own functions (createAccountWithKey, applyContactInput, toContactRows,
-// normalizePhone), so what is stored is exactly what the API writes; only the insert is bulk.
-// Events are not seeded: no scenario reads them, and new ones append at the right edge of their index.
-import SQLite from 'better-sqlite3'
+// Seeds a benchmark database without HTTP: one big account plus many small ones, written by the
+// contact service in batches (src/contacts/contact-service.ts, applyBatch), so what is stored (rows,
+// counts, events) is exactly what the API writes.
+import { sql } from 'kysely'
 import pg from 'pg'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
-import { applyContactInput, emptyContact, normalizePhone, toContactRows } from '../src/contacts/contacts.js'
+import { type ContactService, createContactService } from '../src/contacts/contact-service.js'
+import { normalizePhone } from '../src/contacts/contacts.js'
 import type { ContactInput } from '../src/contacts/contacts.schemas.js'
-import type { ContactsTable, ContactTagsTable, ContactTermsTable } from '../src/contacts/contacts.table.js'
-import { openDatabase } from '../src/db/database.js'
+import { type DatabaseHandle, openDatabase } from '../src/db/database.js'
 import { migrateToLatest } from '../src/db/migrate.js'
-import { newId } from '../src/lib/ids.js'
+import { manualClock } from '../src/lib/clock.js'
 
 export interface SeedPlan {
   /** Contacts of the one big account. */
@@ -77,13 +76,13 @@ function prng(seed: number): () => number {
 const pick = <T>(random: () => number, list: readonly T[]): T => list[Math.floor(random() * list.length)] as T
 
 /**
- * Phone numbers, normalized once by the app's own function (libphonenumber takes ~20 µs a call,
- * too slow for a million); contacts draw from this pool.
+ * Phone numbers, normalized once by the app's own function; contacts draw from this pool. North
+ * American ones in E.164, which the contact rules take without a call to libphonenumber.
  */
 function phonePool(random: () => number): string[] {
   const pool: string[] = []
   for (let i = 0; pool.length < 2000 && i < 10_000; i++) {
-    const raw = `+44 7700 9${String(Math.floor(random() * 100_000)).padStart(5, '0')}`
+    const raw = `+1415555${String(Math.floor(random() * 10_000)).padStart(4, '0')}`
     const normalized = normalizePhone(raw)
     if (normalized) {
       pool.push(normalized)
@@ -95,27 +94,24 @@ function phonePool(random: () => number): string[] {
   return pool
 }
 
-interface Rows {
-  contacts: ContactsTable[]
-  tags: ContactTagsTable[]
-  terms: ContactTermsTable[]
+/** A contact to create, at its creation time, and whether it is updated some time later. */
+interface Planned {
+  input: ContactInput
+  createdMs: number
+  /** When it is updated (job_title), or undefined. */
+  updatedMs: number | undefined
 }
 
-/** Builds `count` contacts of one account, created one per `stepMs` from `startMs`. */
-function* contactBatches(
-  accountId: string,
+/** `count` contacts of one account, created one per `stepMs` from `startMs`. */
+function* plannedContacts(
   count: number,
   startMs: number,
   stepMs: number,
   random: () => number,
   phones: string[],
-  batchSize: number,
-  onId: (position: number, id: string) => void = () => {},
-): Generator<Rows> {
-  let batch: Rows = { contacts: [], tags: [], terms: [] }
+): Generator<Planned> {
   for (let i = 0; i < count; i++) {
     const createdMs = startMs + i * stepMs
-    const created = new Date(createdMs).toISOString()
     const first = pick(random, FIRST)
     const last = pick(random, LAST)
     const tags = TAGS.filter(([, share]) => random() < share).map(([tag]) => tag)
@@ -131,32 +127,69 @@ function* contactBatches(
           ? { plan: pick(random, PLANS), seats: 1 + Math.floor(random() * 200), beta: random() < 0.1 }
           : {},
     }
-    let contact = applyContactInput(emptyContact(newId('contact', createdMs), created), input, created)
     if (random() < 0.5) {
-      // Same object shape and key order as applyContactInput makes: phone keeps its place.
-      contact = { ...contact, phone: pick(random, phones) }
+      input.phone = pick(random, phones)
     }
-    if (random() < 0.1) {
-      // Updated some time after creation: spreads updated_at for the updated_after filter.
-      const updated = new Date(createdMs + Math.floor(random() * 30 * 86_400_000)).toISOString()
-      contact = applyContactInput(contact, { job_title: 'Updated' }, updated)
-    }
-    onId(i + 1, contact.id)
-    const rows = toContactRows(accountId, contact)
-    batch.contacts.push(rows.contact)
-    batch.tags.push(...rows.tags)
-    batch.terms.push(...rows.terms)
-    if (batch.contacts.length >= batchSize) {
-      yield batch
-      batch = { contacts: [], tags: [], terms: [] }
-    }
-  }
-  if (batch.contacts.length > 0) {
-    yield batch
+    // Some are updated after their creation: spreads updated_at for the updated_after filter.
+    const updatedMs = random() < 0.1 ? createdMs + Math.floor(random() * 30 * 86_400_000) : undefined
+    yield { input, createdMs, updatedMs }
   }
 }
 
-const CONTACT_COLUMNS = ['account_id', 'id', 'email_lower', 'search', 'created_at', 'updated_at', 'body'] as const
+/** Contacts per applyBatch: one transaction each. */
+const SEED_BATCH = 500
+
+/**
+ * Writes an account's planned contacts through the contact service, as the API would (rows, count,
+ * events), a batch at a time with the clock at the batch's first creation time; then updates the
+ * ones planned to change, at their time. Calls `onId` with each contact's 1-based position and id.
+ */
+async function seedAccount(
+  contacts: ContactService,
+  clock: ReturnType<typeof manualClock>,
+  accountId: string,
+  planned: Iterable<Planned>,
+  onId: (position: number, id: string) => void = () => {},
+): Promise<void> {
+  let position = 0
+  let batch: Planned[] = []
+  const write = async () => {
+    clock.set(new Date((batch[0] as Planned).createdMs))
+    const results = await contacts.applyBatch(
+      accountId,
+      batch.map(({ input }) => ({ op: 'create', input })),
+    )
+    const updates: Array<{ id: string; at: number }> = []
+    results.forEach((result, i) => {
+      if (!('status' in result) || result.status !== 201) {
+        throw new Error(`seed: a create was refused: ${JSON.stringify(result)}`)
+      }
+      const id = /"id":"([^"]+)"/.exec(result.body)?.[1] as string
+      onId(++position, id)
+      const updatedMs = batch[i]?.updatedMs
+      if (updatedMs !== undefined) {
+        updates.push({ id, at: updatedMs })
+      }
+    })
+    if (updates.length > 0) {
+      clock.set(new Date(Math.max(...updates.map((update) => update.at))))
+      await contacts.applyBatch(
+        accountId,
+        updates.map(({ id }) => ({ op: 'update', id, input: { job_title: 'Updated' } })),
+      )
+    }
+    batch = []
+  }
+  for (const contact of planned) {
+    batch.push(contact)
+    if (batch.length >= SEED_BATCH) {
+      await write()
+    }
+  }
+  if (batch.length > 0) {
+    await write()
+  }
+}
 
 /** Accounts and keys through the app's own function (Kysely, one transaction each). */
 async function createAccounts(handle: ReturnType<typeof openDatabase>, plan: SeedPlan, now: Date) {
@@ -170,123 +203,85 @@ async function createAccounts(handle: ReturnType<typeof openDatabase>, plan: See
 }
 
 /** Every account's contacts, oldest first: the big account spans the past ~year, small ones the past day. */
-function* allBatches(
+async function seedAll(
+  handle: DatabaseHandle,
   big: string,
   small: Array<{ id: string }>,
   plan: SeedPlan,
-  batchSize: number,
-  picked: { deepId: string; patchIds: string[] },
-) {
+): Promise<{ deepId: string; patchIds: string[] }> {
+  const picked = { deepId: '', patchIds: [] as string[] }
+  const clock = manualClock()
+  const contacts = createContactService({ db: handle.db, clock, maxContacts: Number.MAX_SAFE_INTEGER })
   const random = prng(42)
   const phones = phonePool(random)
   const nowMs = Date.now()
   const bigStart = nowMs - 400 * 86_400_000
   const bigStep = Math.max(1, Math.floor((360 * 86_400_000) / Math.max(1, plan.bigContacts)))
   const patchEvery = Math.max(1, Math.floor(plan.bigContacts / 1000))
-  yield* contactBatches(big, plan.bigContacts, bigStart, bigStep, random, phones, batchSize, (position, id) => {
-    if (position === plan.deepPosition) {
-      picked.deepId = id
-    }
-    if (position % patchEvery === 0) {
-      picked.patchIds.push(id)
-    }
-  })
+  await seedAccount(
+    contacts,
+    clock,
+    big,
+    plannedContacts(plan.bigContacts, bigStart, bigStep, random, phones),
+    (position, id) => {
+      if (position === plan.deepPosition) {
+        picked.deepId = id
+      }
+      if (position % patchEvery === 0) {
+        picked.patchIds.push(id)
+      }
+    },
+  )
   const smallStart = nowMs - 36 * 3_600_000
   for (const [index, account] of small.entries()) {
     const start = smallStart + index * plan.contactsPerSmallAccount * 10
-    yield* contactBatches(account.id, plan.contactsPerSmallAccount, start, 10, random, phones, batchSize)
+    await seedAccount(
+      contacts,
+      clock,
+      account.id,
+      plannedContacts(plan.contactsPerSmallAccount, start, 10, random, phones),
+    )
   }
+  return picked
 }
-
-// The bulk load bypasses the store, so the quota's count (src/contacts/contact-count.ts) is set
-// from the rows, as the migration that introduced it does.
-const RECOUNT_CONTACTS = `
-  delete from contact_counts;
-  insert into contact_counts (account_id, shard, n) select account_id, 0, count(*) from contacts group by account_id`
 
 export async function seedSqlite(file: string, plan: SeedPlan): Promise<SeedResult> {
   const started = performance.now()
   const handle = openDatabase({ kind: 'sqlite', path: file, synchronous: 'NORMAL' })
   await migrateToLatest(handle)
-  const { big, small } = await createAccounts(handle, plan, new Date())
-  await handle.close()
-
-  const db = new SQLite(file)
-  // Bulk load: no journal, no fsync; the server reopens in WAL mode with the app's settings.
-  db.pragma('journal_mode = OFF')
-  db.pragma('synchronous = OFF')
-  db.pragma('cache_size = -200000')
-  const insertContact = db.prepare(
-    `insert into contacts (${CONTACT_COLUMNS.join(', ')}) values (${CONTACT_COLUMNS.map(() => '?').join(', ')})`,
-  )
-  const insertTag = db.prepare('insert into contact_tags (account_id, tag, contact_id) values (?, ?, ?)')
-  const insertTerm = db.prepare('insert into contact_terms (account_id, term, contact_id) values (?, ?, ?)')
-  const insertBatch = db.transaction((rows: Rows) => {
-    for (const row of rows.contacts) {
-      insertContact.run(CONTACT_COLUMNS.map((column) => row[column]))
-    }
-    for (const tag of rows.tags) {
-      insertTag.run(tag.account_id, tag.tag, tag.contact_id)
-    }
-    for (const term of rows.terms) {
-      insertTerm.run(term.account_id, term.term, term.contact_id)
-    }
-  })
-  const picked = { deepId: '', patchIds: [] as string[] }
-  for (const rows of allBatches(big.accountId, small, plan, 10_000, picked)) {
-    insertBatch(rows)
+  // A bulk load: no journal, no fsync, a large page cache; the server opens the file in WAL mode.
+  for (const pragma of ['journal_mode = off', 'synchronous = off', 'cache_size = -200000']) {
+    await sql.raw(`pragma ${pragma}`).execute(handle.db)
   }
-  db.exec(RECOUNT_CONTACTS)
-  db.pragma('journal_mode = WAL')
-  db.close()
+  const { big, small } = await createAccounts(handle, plan, new Date())
+  const picked = await seedAll(handle, big.accountId, small, plan)
+  await sql`pragma journal_mode = wal`.execute(handle.db)
+  await handle.close()
   return { big, smallKeys: small.map((s) => s.key), ...picked, seconds: (performance.now() - started) / 1000 }
 }
 
 /** Seeds a fresh PostgreSQL database (the caller creates and drops it). */
 export async function seedPostgres(url: string, plan: SeedPlan): Promise<SeedResult> {
   const started = performance.now()
-  const handle = openDatabase({ kind: 'postgres', url })
-  await migrateToLatest(handle)
-  const { big, small } = await createAccounts(handle, plan, new Date())
-  await handle.close()
-
-  const client = new pg.Client({ connectionString: url })
-  await client.connect()
+  const database = new URL(url).pathname.slice(1)
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
   try {
-    await client.query('set synchronous_commit = off')
-    const contactSql = `insert into contacts (${CONTACT_COLUMNS.join(', ')}) select * from unnest(${CONTACT_COLUMNS.map(
-      (_, i) => `$${i + 1}::text[]`,
-    ).join(', ')})`
-    const tagSql =
-      'insert into contact_tags (account_id, tag, contact_id) select * from unnest($1::text[], $2::text[], $3::text[])'
-    const termSql =
-      'insert into contact_terms (account_id, term, contact_id) select * from unnest($1::text[], $2::text[], $3::text[])'
-    const picked = { deepId: '', patchIds: [] as string[] }
-    for (const rows of allBatches(big.accountId, small, plan, 5_000, picked)) {
-      await client.query('begin')
-      await client.query(
-        contactSql,
-        CONTACT_COLUMNS.map((column) => rows.contacts.map((row) => row[column])),
-      )
-      if (rows.tags.length > 0) {
-        await client.query(tagSql, [
-          rows.tags.map((t) => t.account_id),
-          rows.tags.map((t) => t.tag),
-          rows.tags.map((t) => t.contact_id),
-        ])
-      }
-      await client.query(termSql, [
-        rows.terms.map((t) => t.account_id),
-        rows.terms.map((t) => t.term),
-        rows.terms.map((t) => t.contact_id),
-      ])
-      await client.query('commit')
+    // A bulk load: commits do not wait for the WAL's flush (reset before the server connects).
+    await admin.query(`alter database "${database}" set synchronous_commit = off`)
+    const handle = openDatabase({ kind: 'postgres', url })
+    try {
+      await migrateToLatest(handle)
+      const { big, small } = await createAccounts(handle, plan, new Date())
+      const picked = await seedAll(handle, big.accountId, small, plan)
+      // A production database has been vacuumed and analyzed by autovacuum; a fresh bulk load has not.
+      await admin.query('vacuum analyze')
+      return { big, smallKeys: small.map((s) => s.key), ...picked, seconds: (performance.now() - started) / 1000 }
+    } finally {
+      await handle.close()
     }
-    await client.query(RECOUNT_CONTACTS)
-    // A production database has been vacuumed and analyzed by autovacuum; a fresh bulk load has not.
-    await client.query('vacuum analyze')
-    return { big, smallKeys: small.map((s) => s.key), ...picked, seconds: (performance.now() - started) / 1000 }
   } finally {
-    await client.end()
+    await admin.query(`alter database "${database}" reset synchronous_commit`)
+    await admin.end()
   }
 }

@@ -17,6 +17,7 @@ import {
   type KeyVerifier,
 } from './api-keys/key-verifier.js'
 import type { Config } from './config.js'
+import { type ContactService, createContactService } from './contacts/contact-service.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
 import { createImportRunner, type ImportRunner } from './imports/import-runner.js'
 import { type Clock, systemClock } from './lib/clock.js'
@@ -43,6 +44,8 @@ export interface Deps {
   readonly redis: Redis | undefined
   /** Signs cursors and CSRF tokens: config.secret, or the one kept in the SQLite data dir. */
   readonly secret: string
+  /** The one way contacts are written (src/contacts/contact-service.ts). */
+  readonly contacts: ContactService
   /** Runs CSV import jobs off the request path (src/imports/); `serve` starts its polling. */
   readonly imports: ImportRunner
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
@@ -99,6 +102,7 @@ export function createDeps(
   )
 
   const secret = config.secret ?? localSecret(config)
+  const contacts = createContactService({ db: database.db, clock, maxContacts: config.maxContactsPerAccount })
   return {
     config,
     database,
@@ -109,8 +113,10 @@ export function createDeps(
     metrics,
     redis,
     secret,
+    contacts,
     imports: createImportRunner({
       db: database.db,
+      contacts,
       clock,
       maxConcurrent: config.imports.concurrency,
       maxContactsPerAccount: config.maxContactsPerAccount,

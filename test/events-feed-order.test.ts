@@ -4,9 +4,9 @@
 // (a transaction left open there holds every other query back), SQLite one writer.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { inTransaction } from '../src/db/transaction.js'
-import { recordEvent } from '../src/events/events.js'
 import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from './harness.js'
+import { recordEvent } from './helpers.js'
 
 interface Poller {
   /** Every event id received, in order, each once. */

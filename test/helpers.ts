@@ -2,6 +2,9 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { sql } from 'kysely'
 import { expect } from 'vitest'
+import type { Trx } from '../src/db/transaction.js'
+import { type EventType, eventBody, newEvent } from '../src/events/events.js'
+import { insertEvents } from '../src/events/events.store.js'
 import type { TestAccount, TestHarness } from './harness.js'
 
 /** Asserts an RFC 9457 problem response with this status and code; returns the body. */
@@ -59,4 +62,10 @@ export async function listVersionSettled(t: TestHarness, account: TestAccount): 
     }
     await new Promise((resolve) => setTimeout(resolve, 20))
   }
+}
+
+/** An event around any object body, written in the transaction as a change writes its event. */
+export async function recordEvent(trx: Trx, accountId: string, type: EventType, objectBody: string, now: string) {
+  const event = newEvent(type, now)
+  await insertEvents(trx, accountId, now, type, [[event.id, eventBody(event, objectBody)]])
 }

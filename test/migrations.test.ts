@@ -4,14 +4,15 @@ import { sql } from 'kysely'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
-import { createContact } from '../src/contacts/contacts.store.js'
+import { createContactService } from '../src/contacts/contact-service.js'
 import type { DatabaseHandle } from '../src/db/database.js'
 import { isMigrated, migrateDown, migrateToLatest, migrationStatus } from '../src/db/migrate.js'
 import { inTransaction } from '../src/db/transaction.js'
-import { recordEvent } from '../src/events/events.js'
 import { listEventRows } from '../src/events/events.store.js'
+import { systemClock } from '../src/lib/clock.js'
 import { type TestDialect, testDialects } from './dialects.js'
 import { openTestDatabase } from './harness.js'
+import { recordEvent } from './helpers.js'
 import { MIGRATIONS, TABLES } from './schema-expectations.js'
 
 const TENANT_TABLES = [
@@ -216,13 +217,13 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
       now: new Date(),
       keyPrefix: 'service',
     })
-    const now = new Date().toISOString()
+    const contacts = createContactService({ db: database.db, clock: systemClock, maxContacts: 100 })
     for (const input of [
       { first_name: 'Ada', last_name: 'Lovelace', email: 'ADA@example.com', company: 'Analytical  Engines' },
       { first_name: 'Same', last_name: 'same' },
       { phone: '+44 1632 960961', job_title: 'no searchable value' },
     ]) {
-      await inTransaction(database.db, (trx) => createContact(trx, account.id, input, now))
+      await contacts.create(account.id, input)
     }
     const terms = () =>
       database.db

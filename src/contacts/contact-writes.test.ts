@@ -1,14 +1,13 @@
 // The writes of one contact (contact-writes.ts): on PostgreSQL each is one statement between BEGIN
-// and COMMIT, and the rows it leaves are those of the statement-per-table writes — the contact, its
-// tag and term rows (only the changed ones rewritten), the count and the event — on every dialect.
+// and COMMIT, and on every dialect they leave the contact, its tag and term rows (only the changed
+// ones rewritten), the count and the event.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { captureStatements } from '../../test/statement-capture.js'
-import { inTransaction } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
-import { contactCount, enforceContactQuota } from './contact-count.js'
-import { createContact, deleteContact } from './contacts.store.js'
+import { contactCount } from './contact-count.js'
+import { createContactService } from './contact-service.js'
 
 // Before any pool connects: src/db/database.ts binds each connection's query when it opens.
 const capture = captureStatements()
@@ -164,26 +163,26 @@ describe.each(testDialects())('contact writes on %s', (dialect) => {
     expect(await contactCount(t.db, acme.id)).toBe(before - 1)
   })
 
-  it('the quota check after creates and a delete in one transaction counts the delete', async () => {
+  it('the quota counts every earlier change of the transaction, deletes included', async () => {
     const account = await t.createAccount('Quota')
-    const at = () => new Date().toISOString()
-    const kept = await inTransaction(t.db, (trx) => createContact(trx, account.id, { email: 'kept@example.com' }, at()))
-    const error = await inTransaction(t.db, async (trx) => {
-      // Two contacts now; the create learns it in its own statement on PostgreSQL.
-      await createContact(trx, account.id, { email: 'new@example.com' }, at())
-      await deleteContact(trx, account.id, kept.contact.id, at())
-      // One contact: within a quota of 1, whatever the create learned before the delete.
-      await enforceContactQuota(trx, account.id, 1)
-    }).catch((caught: unknown) => caught)
-    expect(error).toBeUndefined()
-    expect(await contactCount(t.db, account.id)).toBe(1)
-    // And past it, refused.
-    const refused = await inTransaction(t.db, async (trx) => {
-      await createContact(trx, account.id, { email: 'third@example.com' }, at())
-      await enforceContactQuota(trx, account.id, 1)
-    }).catch((caught: unknown) => caught)
+    const contacts = createContactService({ db: t.db, clock: t.deps.clock, maxContacts: 1 })
+    const kept = await contacts.create(account.id, { email: 'kept@example.com' })
+    const refused = await contacts
+      .create(account.id, { email: 'second@example.com' })
+      .catch((caught: unknown) => caught)
     expect(refused).toBeInstanceOf(AppError)
     expect((refused as AppError).code).toBe('quota_exceeded')
+    expect(await contactCount(t.db, account.id)).toBe(1)
+    // A delete and a create in one transaction: one contact, within the quota of 1.
+    const results = await contacts.applyBatch(account.id, [
+      { op: 'delete', id: kept.contact.id },
+      { op: 'create', input: { email: 'new@example.com' } },
+    ])
+    expect(results.map((result) => ('error' in result ? result.error.code : result.status))).toEqual([204, 201])
+    expect(await contactCount(t.db, account.id)).toBe(1)
+    // Past it, the create alone is refused, the delete before it kept.
+    const next = await contacts.applyBatch(account.id, [{ op: 'create', input: { email: 'third@example.com' } }])
+    expect(next.map((result) => ('error' in result ? result.error.code : result.status))).toEqual(['quota_exceeded'])
     expect(await contactCount(t.db, account.id)).toBe(1)
   })
 })

@@ -1,16 +1,15 @@
 // Concurrent batches on the real PostgreSQL server (TEST_DATABASE_URL, a pool of connections): no
 // batch may fail with a deadlock. PGlite and SQLite run one transaction at a time, so they cannot
-// deadlock and this suite runs on PostgreSQL only. Before one count shard per transaction
-// (contact-count.ts) and the retry of a deadlocked transaction (contacts.store.ts retryOnConflict),
-// each scenario here got 500s in most runs: 4×20 upserts of new emails, 19 of 40 batches.
+// deadlock and this suite runs on PostgreSQL only. Without one count shard per transaction
+// (contact-count.ts) and the retry of a deadlocked transaction (db/transaction.ts), each scenario
+// here got 500s in most runs.
 import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
-import { inTransaction } from '../db/transaction.js'
+import { inRetriedTransaction, inTransaction } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import { contactCount } from './contact-count.js'
-import { retryOnConflict } from './contacts.store.js'
 
 type Result = { status: number; contact?: { id: string; email: string | null } }
 
@@ -169,9 +168,9 @@ describe.each(testDialects())('count shards and conflict retries on %s', (dialec
     expect(await contactCount(t.db, account.id)).toBe(21)
   })
 
-  it('retryOnConflict runs a deadlocked transaction again, up to five attempts, then 503 with Retry-After', async () => {
+  it('inRetriedTransaction runs a deadlocked transaction again, up to five attempts, then 503 with Retry-After', async () => {
     let attempts = 0
-    const error = await retryOnConflict(t.db, async (trx) => {
+    const error = await inRetriedTransaction(t.db, async (trx) => {
       attempts++
       await trx.insertInto('contact_counts').values({ account_id: acme.id, shard: 0, n: 1000 }).execute()
       // What PostgreSQL throws when it breaks a lock cycle by rolling this transaction back.
@@ -201,7 +200,7 @@ describe.each(testDialects())('count shards and conflict retries on %s', (dialec
       })
       // Each locks its first contact, waits until the other holds its own, then locks the other's.
       const lockBoth = (first: string, second: string) =>
-        retryOnConflict(t.db, async (trx) => {
+        inRetriedTransaction(t.db, async (trx) => {
           attempts++
           await sql`update contacts set body = body where account_id = ${acme.id} and id = ${first}`.execute(trx)
           if (++arrived === 2) {

@@ -6,13 +6,11 @@ import { authOf } from '../http/auth.js'
 import { apiProblems, jsonResponse } from '../http/openapi-responses.js'
 import { NoQuery } from '../http/schemas.js'
 import { validatorCompiler } from '../http/validation.js'
-import { answerWithWrite, sendAnswer } from '../idempotency/idempotency.js'
-import { type AjvLike, batchEnvelopeValidator, batchResponseBody, checkOperations, runBatch } from './contacts.batch.js'
+import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
+import { type AjvLike, batchEnvelopeValidator, batchResponseBody, checkOperations } from './contacts.batch.js'
 import { BATCH_MAX, BatchEnvelopeSchema, BatchRequestSchema, BatchResponseSchema } from './contacts.batch.schemas.js'
-import { retryOnConflict } from './contacts.store.js'
 
 export const contactsBatchRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
-  const { db } = deps.database
   const compile = validatorCompiler()
 
   app.post(
@@ -51,19 +49,16 @@ export const contactsBatchRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
       },
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
-      const operations = checkOperations(request.body.operations)
-      const options = { accountId, maxContacts: deps.config.maxContactsPerAccount, now: deps.clock.now().toISOString() }
-      let attempt = 0
-      const answer = await retryOnConflict(db, async (trx) => {
-        // Run again after a conflict: one at a time with the account's other batches run again.
-        attempt++
-        const results = await runBatch(trx, { ...options, serialized: attempt > 1 }, operations)
-        const answer = { status: 200, body: batchResponseBody(results, String(request.id)), location: null }
-        await answerWithWrite(request)?.(trx, answer)
-        return answer
+      const store = answerWithWrite(request)
+      let answer: IdempotentAnswer | undefined
+      await deps.contacts.applyBatch(authOf(request).account.id, checkOperations(request.body.operations), {
+        // Built in the transaction, so that an Idempotency-Key's answer commits with the writes.
+        inTransaction: async (trx, results) => {
+          answer = { status: 200, body: batchResponseBody(results, String(request.id)), location: null }
+          await store?.(trx, answer)
+        },
       })
-      return sendAnswer(reply, answer)
+      return sendAnswer(reply, answer as IdempotentAnswer)
     },
   )
 }

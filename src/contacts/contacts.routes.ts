@@ -4,7 +4,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import * as migrations from '../db/migrations/index.js'
 import { findStoredBody } from '../db/stored-body.js'
-import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import {
@@ -30,20 +29,11 @@ import { buildPage, sendPageBody } from '../http/pagination.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sendAnswer } from '../idempotency/idempotency.js'
 import { deriveKey } from '../lib/crypto.js'
-import { enforceContactQuota } from './contact-count.js'
+import type { ContactPrecondition, InTransaction } from './contact-service.js'
 import { listContactRows, scanCost } from './contacts.list-query.js'
 import { contactsVersion } from './contacts.list-version.js'
 import { ContactInputSchema, ContactSchema, ListContactsQuery, UpsertContactSchema } from './contacts.schemas.js'
-import {
-  type ContactPrecondition,
-  createContact,
-  deleteContact,
-  orContactExists,
-  retryOnConflict,
-  type StoredContact,
-  updateContact,
-  upsertContact,
-} from './contacts.store.js'
+import type { StoredContact } from './contacts.store.js'
 
 /** The problems of every request with a JSON body, and of a POST that takes an Idempotency-Key. */
 const BODY_PROBLEMS = ['payload_too_large', 'unsupported_media_type'] as const
@@ -105,26 +95,22 @@ const tagContact = (
 
 export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
-  const maxContacts = deps.config.maxContactsPerAccount
   const listTagKey = `${deriveKey(deps.secret, 'list-etag').toString('base64url')} ${LIST_TAG_FORMAT}`
-  const now = () => deps.clock.now().toISOString()
   /**
-   * A write's response, also what its Idempotency-Key replays: stored in the write's transaction,
-   * so the two commit together (a crash cannot leave a write whose retry would run it again).
+   * A write's response, which its Idempotency-Key replays: stored in the write's transaction, so the
+   * two commit together (a crash cannot leave a write whose retry would run it again).
    */
-  const answerIn = async (
-    trx: Trx,
+  const answerOf = ({ contact, body }: StoredContact, created: boolean): IdempotentAnswer => ({
+    status: created ? 201 : 200,
+    body,
+    location: created ? `${deps.config.apiUrl}/api/v1/contacts/${contact.id}` : null,
+  })
+  const storedWith = (
     request: FastifyRequest,
-    { contact, body }: StoredContact,
-    created: boolean,
-  ): Promise<IdempotentAnswer> => {
-    const answer = {
-      status: created ? 201 : 200,
-      body,
-      location: created ? `${deps.config.apiUrl}/api/v1/contacts/${contact.id}` : null,
-    }
-    await answerWithWrite(request)?.(trx, answer)
-    return answer
+    created?: boolean,
+  ): InTransaction<StoredContact & { created?: boolean }> | undefined => {
+    const store = answerWithWrite(request)
+    return store && ((trx, stored) => store(trx, answerOf(stored, created ?? stored.created === true)))
   }
 
   // '' (not '/'), so the list lives at /api/v1/contacts only, without a trailing-slash twin.
@@ -198,15 +184,10 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       onSend: tagContact,
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
-      const answer = await orContactExists(db, accountId, request.body.email, () =>
-        inTransaction(db, async (trx) => {
-          const created = await createContact(trx, accountId, request.body, now())
-          await enforceContactQuota(trx, accountId, maxContacts)
-          return answerIn(trx, request, created, true)
-        }),
-      )
-      return sendAnswer(reply, answer)
+      const created = await deps.contacts.create(authOf(request).account.id, request.body, {
+        inTransaction: storedWith(request, true),
+      })
+      return sendAnswer(reply, answerOf(created, true))
     },
   )
 
@@ -228,16 +209,10 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       onSend: tagContact,
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
-      const at = now()
-      const answer = await retryOnConflict(db, async (trx) => {
-        const { created, ...stored } = await upsertContact(trx, accountId, request.body, at)
-        if (created) {
-          await enforceContactQuota(trx, accountId, maxContacts)
-        }
-        return answerIn(trx, request, stored, created)
+      const upserted = await deps.contacts.upsert(authOf(request).account.id, request.body, {
+        inTransaction: storedWith(request),
       })
-      return sendAnswer(reply, answer)
+      return sendAnswer(reply, answerOf(upserted, upserted.created))
     },
   )
 
@@ -292,11 +267,9 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       onSend: tagContact,
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
-      const precondition = contactPrecondition(request)
-      const updated = await orContactExists(db, accountId, request.body.email, () =>
-        inTransaction(db, (trx) => updateContact(trx, accountId, request.params.id, request.body, now(), precondition)),
-      )
+      const updated = await deps.contacts.update(authOf(request).account.id, request.params.id, request.body, {
+        precondition: contactPrecondition(request),
+      })
       if (!updated) {
         throw notFound()
       }
@@ -323,9 +296,8 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       config: EVALUATES_CONDITIONS,
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
       const precondition = contactPrecondition(request)
-      if (!(await inTransaction(db, (trx) => deleteContact(trx, accountId, request.params.id, now(), precondition)))) {
+      if (!(await deps.contacts.remove(authOf(request).account.id, request.params.id, { precondition }))) {
         throw notFound()
       }
       return reply.code(204).send(null)

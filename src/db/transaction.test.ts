@@ -1,11 +1,15 @@
 // inTransaction: effects run after the commit, in order, never after a rollback, and cannot undo it.
+// inRetriedTransaction: a fresh transaction per attempt, and a 503 when the attempts are spent.
+
+import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { openTestDatabase } from '../../test/harness.js'
 import { findAccount, insertAccount } from '../accounts/accounts.store.js'
+import { AppError } from '../http/errors.js'
 import type { DatabaseHandle } from './database.js'
 import { migrateToLatest } from './migrate.js'
-import { inTransaction } from './transaction.js'
+import { inRetriedTransaction, inTransaction } from './transaction.js'
 
 const now = new Date('2026-11-24T00:00:00Z')
 
@@ -74,5 +78,33 @@ describe.each(testDialects())('inTransaction on %s', (dialect) => {
     ).rejects.toThrow('first failure')
     expect(seen).toEqual(['third ran'])
     expect(await findAccount(database.db, id)).toMatchObject({ name: 'Acme' })
+  })
+
+  it('runs a unique violation again only when asked, in a fresh transaction, then answers 503 with Retry-After', async () => {
+    let attempts = 0
+    const clash = async (trx: Parameters<Parameters<typeof inRetriedTransaction>[1]>[0]) => {
+      attempts++
+      await insertAccount(trx, `Rolled back ${attempts}`, now)
+      // Always a unique violation: the same key twice in one transaction.
+      await sql`insert into event_sequence (name, last_position) values ('clash', 0)`.execute(trx)
+      await sql`insert into event_sequence (name, last_position) values ('clash', 0)`.execute(trx)
+    }
+    await expect(inRetriedTransaction(database.db, clash)).rejects.not.toBeInstanceOf(AppError)
+    expect(attempts).toBe(1)
+    attempts = 0
+    const error = await inRetriedTransaction(database.db, clash, { uniqueViolations: true, busy: 'Busy.' }).catch(
+      (caught: unknown) => caught,
+    )
+    expect(attempts).toBe(3)
+    expect(error).toBeInstanceOf(AppError)
+    expect((error as AppError).code).toBe('service_unavailable')
+    expect((error as AppError).message).toBe('Busy.')
+    expect((error as AppError).options.headers).toEqual({ 'retry-after': '1' })
+    const rolledBack = await database.db
+      .selectFrom('accounts')
+      .select('id')
+      .where('name', 'like', 'Rolled back%')
+      .execute()
+    expect(rolledBack).toEqual([])
   })
 })

@@ -3,11 +3,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, TEST_SECRET, type TestAccount, type TestHarness } from '../../test/harness.js'
-import { createContact, expectProblem } from '../../test/helpers.js'
+import { createContact, expectProblem, recordEvent } from '../../test/helpers.js'
 import { inTransaction } from '../db/transaction.js'
 import { encodeCursor } from '../http/pagination.js'
 import { manualClock } from '../lib/clock.js'
-import { recordEvent } from './events.js'
 import { purgeExpiredEvents } from './events.store.js'
 
 interface EventsPage {

@@ -1,11 +1,60 @@
-// Tenant-scoped event reads (the feed in its order, feed-position.ts; one event by id), and the
-// retention purge.
+// Tenant-scoped events: written in the change's transaction at their feed position
+// (feed-position.ts), read as the feed in that order, and purged after their retention.
+import { dialectOf } from '../db/dialect.js'
 import { purgeOlderThan } from '../db/retention.js'
-import type { Db } from '../db/transaction.js'
+import { bind, rawSql, sqlFor } from '../db/statement.js'
+import type { Db, Trx } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import type { PageRow } from '../http/pagination.js'
-import type { ListEventsFilters } from './events.js'
-import { feedFence, formatFeedPosition, parseFeedPosition } from './feed-position.js'
+import type { EventType, ListEventsFilters } from './events.js'
+import {
+  feedFence,
+  formatFeedPosition,
+  POSTGRES_EVENT_POSITION,
+  parseFeedPosition,
+  SQLITE_NEXT_EVENT_POSITION,
+} from './feed-position.js'
+
+const INSERT_EVENTS = {
+  postgres: sqlFor('postgres')`
+    insert into events (account_id, id, tx_id, type, created_at, body)
+    select ${'account'}, id, ${rawSql(POSTGRES_EVENT_POSITION)}, ${'type'}, ${'now'}, body
+    from unnest(${'ids'}::text[], ${'bodies'}::text[]) as e(id, body)`,
+  sqlite: sqlFor('sqlite')`
+    insert into events (account_id, id, tx_id, type, created_at, body)
+    select ${'account'}, value ->> 0, ${'position'}, ${'type'}, ${'now'}, value ->> 1 from json_each(${'events'})`,
+  sqlitePosition: sqlFor('sqlite')`${rawSql(SQLITE_NEXT_EVENT_POSITION)}`,
+}
+
+/**
+ * Writes events of one type, given as [id, body] (events.ts newEvent, eventBody), in the change's
+ * transaction; the feed lists them in their ids' order.
+ */
+export async function insertEvents(
+  trx: Trx,
+  accountId: string,
+  now: string,
+  type: EventType,
+  events: ReadonlyArray<readonly [string, string]>,
+): Promise<void> {
+  if (events.length === 0) {
+    return
+  }
+  if (dialectOf(trx) === 'postgres') {
+    const ids = events.map(([id]) => id)
+    const bodies = events.map(([, body]) => body)
+    await trx.executeQuery(bind(INSERT_EVENTS.postgres, { account: accountId, type, now, ids, bodies }))
+    return
+  }
+  const { rows } = await trx.executeQuery<{ last_position: number }>(bind(INSERT_EVENTS.sqlitePosition, {}))
+  const position = rows[0]?.last_position
+  if (position === undefined) {
+    throw new Error('event_sequence has no events row: are the migrations applied?')
+  }
+  await trx.executeQuery(
+    bind(INSERT_EVENTS.sqlite, { account: accountId, position, type, now, events: JSON.stringify(events) }),
+  )
+}
 
 /**
  * A page of the feed: events after the cursor's position, in position order, up to the fence.

@@ -2,11 +2,9 @@
 // transaction as the change (outbox).
 import { type Static, Type } from '@sinclair/typebox'
 import { CONTACT_EXAMPLE, ContactSchema } from '../contacts/contacts.schemas.js'
-import type { Trx } from '../db/transaction.js'
 import { sameSchemaAs } from '../http/openapi-components.js'
 import { ListQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
-import { newEventPosition } from './feed-position.js'
 
 export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
 export type EventType = (typeof EVENT_TYPES)[number]
@@ -70,55 +68,23 @@ export const ListEventsQuery = Type.Object(
 )
 export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
 
+/** A new event, written around a resource as stored: its body is `prefix`, the resource, `suffix`. */
+export interface NewEvent {
+  id: string
+  type: EventType
+  prefix: string
+  suffix: string
+}
+
 /**
- * A new event's id and its body around the resource: the body is `prefix`, the resource serialized
- * as stored (spliced in rather than serialized again: the same bytes JSON.stringify of the whole
- * event would give), then `suffix`. A write that has the resource only in the database (a delete
- * in one statement, src/contacts/contact-writes.ts) splices it there.
+ * The one builder of events. The resource is spliced in as stored rather than serialized again
+ * (the same bytes JSON.stringify of the whole event would give), so a write that has the resource
+ * only in the database (a delete returning the row) can splice it there.
  */
-export function eventEnvelope(type: EventType, now: string): { id: string; prefix: string; suffix: string } {
+export function newEvent(type: EventType, now: string): NewEvent {
   const id = newId('event')
   const prefix = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":`
-  return { id, prefix, suffix: '}}' }
+  return { id, type, prefix, suffix: '}}' }
 }
 
-/** Writes the event in the change's transaction, at its feed position (feed-position.ts). */
-export async function recordEvent(
-  trx: Trx,
-  accountId: string,
-  type: EventType,
-  objectBody: string,
-  now: string,
-): Promise<void> {
-  const { id, prefix, suffix } = eventEnvelope(type, now)
-  const body = `${prefix}${objectBody}${suffix}`
-  const txId = await newEventPosition(trx)
-  await trx
-    .insertInto('events')
-    .values({ account_id: accountId, id, tx_id: txId, type, created_at: now, body })
-    .execute()
-}
-
-/**
- * Writes several events of one transaction with one INSERT (a batch of contact changes), in the
- * order given: they share one feed position and their ids (monotonic in this process) order them
- * within it, so the feed lists them in this order, after the transaction's earlier events. Each
- * body is the one recordEvent writes.
- */
-export async function recordEvents(
-  trx: Trx,
-  accountId: string,
-  changes: ReadonlyArray<{ type: EventType; objectBody: string }>,
-  now: string,
-): Promise<void> {
-  if (changes.length === 0) {
-    return
-  }
-  const txId = await newEventPosition(trx)
-  const rows = changes.map(({ type, objectBody }) => {
-    const id = newId('event')
-    const body = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":${objectBody}}}`
-    return { account_id: accountId, id, tx_id: txId, type, created_at: now, body }
-  })
-  await trx.insertInto('events').values(rows).execute()
-}
+export const eventBody = (event: NewEvent, objectBody: string): string => event.prefix + objectBody + event.suffix

@@ -12,10 +12,12 @@
 import { readlinkSync } from 'node:fs'
 import { setPriority } from 'node:os'
 import { parentPort, workerData } from 'node:worker_threads'
+import { type ContactService, createContactService } from '../contacts/contact-service.js'
 import { readExportPage } from '../contacts/contacts.csv-export.js'
 import { type ImportRow, parseContactsCsv, sliceYielder } from '../contacts/contacts.csv-import.js'
-import { countNewEmails } from '../contacts/contacts.import.js'
+import { countNewEmails } from '../contacts/contacts.store.js'
 import { type DatabaseHandle, openDatabase } from '../db/database.js'
+import { systemClock } from '../lib/clock.js'
 import type { CheckReply, CheckRequest, StoredFile, WorkerOptions, WorkerSlice } from './import-check.js'
 import { writeSlice } from './import-slice.js'
 import { readImportFile } from './imports.store.js'
@@ -59,15 +61,20 @@ async function check(job: number, file: Uint8Array | StoredFile): Promise<void> 
 
 const { database: sqliteFile } = workerData as WorkerOptions
 /** This thread's connection to the SQLite file, opened at its first use; it ends with the thread. */
-let connection: DatabaseHandle | undefined
+let connection: { handle: DatabaseHandle; contacts: ContactService } | undefined
 
-function database(): DatabaseHandle['db'] {
+function onOwnConnection(): { handle: DatabaseHandle; contacts: ContactService } {
   if (!sqliteFile) {
     throw new Error('the import worker has no SQLite file to connect to (import-check.ts ownConnection)')
   }
-  connection ??= openDatabase(sqliteFile)
-  return connection.db
+  if (!connection) {
+    const handle = openDatabase(sqliteFile)
+    // An import slice counts no quota (the job checked it first) and stamps its own time.
+    connection = { handle, contacts: createContactService({ db: handle.db, clock: systemClock, maxContacts: 0 }) }
+  }
+  return connection
 }
+const database = () => onOwnConnection().handle.db
 
 /**
  * Contacts per export page read here: ten times the serving thread's own pages, which bound how long
@@ -97,7 +104,7 @@ async function onConnection(job: number, id: number, work: () => Promise<CheckRe
 const write = (job: number, id: number, { to, ...slice }: WorkerSlice) =>
   onConnection(job, id, async () => {
     const rows = heldRows(job).slice(slice.from, to)
-    return { type: 'written', job, id, result: await writeSlice(database(), { ...slice, rows }) }
+    return { type: 'written', job, id, result: await writeSlice(onOwnConnection().contacts, { ...slice, rows }) }
   })
 
 // Every row at once: countNewEmails looks them up 500 a query, and this thread serves no request.
@@ -106,7 +113,11 @@ const countNew = (job: number, id: number, accountId: string) =>
     type: 'counted',
     job,
     id,
-    created: await countNewEmails(database(), accountId, heldRows(job)),
+    created: await countNewEmails(
+      database(),
+      accountId,
+      heldRows(job).map((row) => row.email),
+    ),
   }))
 
 port.on('message', (request: CheckRequest) => {

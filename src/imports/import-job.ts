@@ -10,8 +10,9 @@
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import { contactCount } from '../contacts/contact-count.js'
+import type { ContactService } from '../contacts/contact-service.js'
 import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
-import { countNewEmails } from '../contacts/contacts.import.js'
+import { countNewEmails } from '../contacts/contacts.store.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { CheckedFile, FileCheck, ImportChecker, WorkerSlice } from './import-check.js'
@@ -27,6 +28,8 @@ import {
 
 export interface ImportJobDeps {
   db: Kysely<Database>
+  /** Writes the rows on the serving connection (when the worker does not, see `checker`). */
+  contacts: ContactService
   clock: Clock
   maxContactsPerAccount: number
   leaseMs: number
@@ -174,7 +177,7 @@ async function writeRows(
     // otherwise they are fetched from it and written here.
     const result = deps.checker.ownConnection
       ? await writeOnWorker(checked, { ...slice, to })
-      : await writeSlice(db, { ...slice, rows: await rowsAt(from, to) })
+      : await writeSlice(deps.contacts, { ...slice, rows: await rowsAt(from, to) })
     if (result.type === 'taken') {
       throw new ImportInterrupted('taken over by another runner')
     }
@@ -260,11 +263,7 @@ async function newContactCount(
   let created = 0
   for (let i = 0; i < checked.total; i += LOOKUP_ROWS) {
     const emails = await checked.emails(i, Math.min(checked.total, i + LOOKUP_ROWS))
-    created += await countNewEmails(
-      deps.db,
-      accountId,
-      emails.map((email) => ({ email })),
-    )
+    created += await countNewEmails(deps.db, accountId, emails)
     await nextTurn()
     if (signal.aborted) {
       throw new ImportInterrupted('stopped')

@@ -3,6 +3,7 @@
 // by a crash or queued beyond the cap. Tests call drain() instead of sleeping.
 import type { Kysely } from 'kysely'
 import type { SqliteConfig } from '../config.js'
+import type { ContactService } from '../contacts/contact-service.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import { createImportChecker, type ImportChecker } from './import-check.js'
@@ -29,6 +30,7 @@ export interface ImportRunner {
 
 export interface ImportRunnerOptions {
   db: Kysely<Database>
+  contacts: ContactService
   clock: Clock
   maxConcurrent: number
   maxContactsPerAccount: number
@@ -50,6 +52,7 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
   const { db, clock, maxConcurrent } = options
   const jobDeps = {
     db,
+    contacts: options.contacts,
     clock,
     maxContactsPerAccount: options.maxContactsPerAccount,
     leaseMs: options.leaseMs ?? IMPORT_LEASE_MS,

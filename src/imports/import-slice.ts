@@ -1,19 +1,19 @@
-// One write transaction of a CSV import job: rows upserted until it has run `sliceMs`, with the
-// job's progress moved on in the same transaction. The job runs it on its own connection
-// (import-job.ts) or, on an SQLite file, asks the check's worker thread to run it on the worker's
-// connection (import-check.worker.ts), so that the writes' CPU, their commits' WAL checkpoints and
-// their garbage stay off the event loop that serves requests (docs/tenant-isolation.md).
-import type { Kysely } from 'kysely'
+// One write transaction of a CSV import job: the contact service's importSlice, with the job's
+// progress moved on in the same transaction behind a fence (rows_written), so that a job taken over
+// by another runner writes nothing twice. On an SQLite file the worker thread runs it on its own
+// connection (import-check.worker.ts), otherwise the job does (import-job.ts).
+import type { ContactService } from '../contacts/contact-service.js'
 import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
-import { type ImportSummary, importContacts } from '../contacts/contacts.import.js'
 import { ruleErrors } from '../contacts/contacts.messages.js'
-import { retryOnConflict } from '../contacts/contacts.store.js'
-import type { Database } from '../db/schema.js'
 import { AppError } from '../http/errors.js'
 import { updateImport } from './imports.store.js'
 
-/** Rows upserted per importContacts call (one email lookup each) inside a write transaction. */
-const WRITE_BATCH_ROWS = 10
+export interface ImportSummary {
+  created: number
+  updated: number
+  /** Rows that matched a contact and changed nothing (no event). */
+  unchanged: number
+}
 
 export interface SliceRequest {
   accountId: string
@@ -27,7 +27,7 @@ export interface SliceRequest {
   /** updated_at and the contacts' timestamps. */
   at: string
   lease: string
-  /** How long the transaction may take batches: the "few milliseconds" of DESIGN §10. */
+  /** How long the transaction may take rows: the "few milliseconds" of docs/tenant-isolation.md. */
   sliceMs: number
 }
 
@@ -38,37 +38,23 @@ export type SliceResult =
   /** A row the merge with the stored contact made invalid (spreadsheet numbering). Nothing written. */
   | { type: 'invalid'; errors: ImportError[] }
 
-export async function writeSlice(db: Kysely<Database>, request: SliceRequest): Promise<SliceResult> {
+export async function writeSlice(contacts: ContactService, request: SliceRequest): Promise<SliceResult> {
   const { accountId, importId, from, rows, counts, at, lease, sliceMs } = request
-  let batchFrom = from
   try {
-    return await retryOnConflict(
-      db,
-      async (trx): Promise<SliceResult> => {
-        const started = performance.now()
-        const summary: ImportSummary = { created: 0, updated: 0, unchanged: 0 }
-        const last = from + rows.length
-        let end = from
-        // Batches until the transaction has run sliceMs: on SQLite it holds the database (and, the
-        // driver being synchronous, its thread) meanwhile, so its length is bounded in time.
-        while (end < last && (end === from || performance.now() - started < sliceMs)) {
-          batchFrom = end
-          const batch = rows.slice(end - from, Math.min(end + WRITE_BATCH_ROWS, last) - from)
-          const done = await importContacts(trx, accountId, batch, at, { replaceCustomFields: true })
-          summary.created += done.created
-          summary.updated += done.updated
-          summary.unchanged += done.unchanged
-          end += batch.length
-        }
+    const written = await contacts.importSlice(accountId, {
+      rows,
+      sliceMs,
+      now: at,
+      inTransaction: async (trx, slice) => {
         const moved = await updateImport(
           trx,
           accountId,
           importId,
           {
-            rows_written: end,
-            created: counts.created + summary.created,
-            updated: counts.updated + summary.updated,
-            unchanged: counts.unchanged + summary.unchanged,
+            rows_written: from + slice.written,
+            created: counts.created + slice.created,
+            updated: counts.updated + slice.updated,
+            unchanged: counts.unchanged + slice.unchanged,
             lease_expires_at: lease,
             updated_at: at,
           },
@@ -77,10 +63,10 @@ export async function writeSlice(db: Kysely<Database>, request: SliceRequest): P
         if (!moved) {
           throw new SliceTaken()
         }
-        return { type: 'written', end, summary }
       },
-      'The contacts are being changed by other requests.',
-    )
+    })
+    const { created, updated, unchanged } = written
+    return { type: 'written', end: from + written.written, summary: { created, updated, unchanged } }
   } catch (error) {
     if (error instanceof SliceTaken) {
       return { type: 'taken' }
@@ -88,7 +74,8 @@ export async function writeSlice(db: Kysely<Database>, request: SliceRequest): P
     const described = ruleErrors(error)
     if (described) {
       const index = error instanceof AppError ? Number(error.options.extensions?.row) : Number.NaN
-      const row = Number.isNaN(index) ? 0 : batchFrom + index + 2
+      // Spreadsheet numbering: the header is row 1.
+      const row = Number.isNaN(index) ? 0 : from + index + 2
       return { type: 'invalid', errors: described.map((e) => ({ row, ...e })) }
     }
     throw error

@@ -4,8 +4,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { expectProblem } from '../../test/helpers.js'
-import { createContact } from '../contacts/contacts.store.js'
-import { inTransaction } from '../db/transaction.js'
 import { manualClock } from '../lib/clock.js'
 
 describe.each(testDialects())('rate limits on %s', (dialect) => {
@@ -76,11 +74,9 @@ describe.each(testDialects())('rate limits on %s', (dialect) => {
 
   it('a scraper walking every page with one key hits 429 with Retry-After, and resumes with the same cursor', async () => {
     const scraper = await t.createAccount('Scraper')
-    // Seeded through the store, so the seeding spends none of the budget.
+    // Seeded through the contact service, so the seeding spends none of the budget.
     for (let i = 0; i < 8; i++) {
-      await inTransaction(t.db, (trx) =>
-        createContact(trx, scraper.id, { first_name: `Row ${i}` }, clock.now().toISOString()),
-      )
+      await t.deps.contacts.create(scraper.id, { first_name: `Row ${i}` })
     }
     const statuses: number[] = []
     let after: string | undefined

@@ -9,9 +9,7 @@ import { CSV_COLUMNS, exportContactsCsv, readExportPage } from '../contacts/cont
 import { parseStoredContact } from '../contacts/contacts.js'
 import { listBounds } from '../contacts/contacts.list-query.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
-import { createContact } from '../contacts/contacts.store.js'
 import { findStoredBody } from '../db/stored-body.js'
-import { inTransaction } from '../db/transaction.js'
 
 interface Session {
   email: string
@@ -39,8 +37,6 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
   let ada: Session
   let bob: Session
 
-  const now = () => new Date().toISOString()
-
   async function signUp(name: string): Promise<Session> {
     const email = `${name}-${++users}@example.com`
     const { client, accountId } = await signUpClient(t.app, email, name)
@@ -58,8 +54,7 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       cookies: { sid: s.cookie },
       ...urlencoded(csrf === null ? fields : { _csrf: csrf, ...fields }),
     })
-  const seed = (s: Session, input: ContactInput) =>
-    inTransaction(t.db, (trx) => createContact(trx, s.accountId, input, now()))
+  const seed = (s: Session, input: ContactInput) => t.deps.contacts.create(s.accountId, input)
   const stored = async (s: Session, id: string) => {
     const body = await findStoredBody(t.db, 'contacts', s.accountId, id)
     return body === undefined ? undefined : parseStoredContact(body)

@@ -1,20 +1,17 @@
 // Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete; CSV in
 // contacts-csv.routes.ts).
-// Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written with the
-// API's store functions, so the pages and the API cannot disagree.
+// Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written by the
+// contact service, as the API writes them, so the pages and the API cannot disagree.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { FastifyRequest } from 'fastify'
-import { enforceContactQuota } from '../contacts/contact-count.js'
 import { contactFieldsAsText, parseStoredContact } from '../contacts/contacts.js'
 import { listContactRows } from '../contacts/contacts.list-query.js'
 import { checkContactInput, ruleErrors } from '../contacts/contacts.messages.js'
 import { type Contact, type ContactInput, ListContactsQuery } from '../contacts/contacts.schemas.js'
-import { createContact, deleteContact, orContactExists, updateContact } from '../contacts/contacts.store.js'
 import { findStoredBody } from '../db/stored-body.js'
-import { inTransaction, type Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
@@ -104,7 +101,6 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   { deps, render },
 ) => {
   const { db } = deps.database
-  const now = () => deps.clock.now().toISOString()
   const base = (accountId: string) => `/app/${accountId}/contacts`
 
   async function findContactOr404(accountId: string, id: string): Promise<Contact> {
@@ -215,7 +211,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     reply: Parameters<Render>[1],
     accountId: string,
     contact: Contact | undefined,
-    save: (trx: Trx, input: ContactInput) => Promise<unknown>,
+    save: (input: ContactInput) => Promise<unknown>,
   ): Promise<boolean> {
     const values = formValues(request, [...CONTACT_FORM_FIELDS])
     const input = formInput(values)
@@ -240,7 +236,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       return again(formErrors(errors), 400)
     }
     try {
-      await orContactExists(db, accountId, input.email, () => inTransaction(db, (trx) => save(trx, input)))
+      await save(input)
     } catch (error) {
       if (error instanceof AppError && error.code === 'contact_exists') {
         return again(
@@ -263,11 +259,9 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
 
   app.post('/contacts', { schema: { body: ContactForm }, attachValidation: true }, async (request, reply) => {
     const { account } = accountContext(request)
-    const saved = await saveContact(request, reply, account.id, undefined, async (trx, input) => {
-      const created = await createContact(trx, account.id, input, now())
-      await enforceContactQuota(trx, account.id, deps.config.maxContactsPerAccount)
-      return created
-    })
+    const saved = await saveContact(request, reply, account.id, undefined, (input) =>
+      deps.contacts.create(account.id, input),
+    )
     return saved ? reply.redirect(`${base(account.id)}?notice=created`, 303) : reply
   })
 
@@ -285,8 +279,8 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     async (request, reply) => {
       const { account } = accountContext(request)
       const contact = await findContactOr404(account.id, request.params.id)
-      const saved = await saveContact(request, reply, account.id, contact, async (trx, input) => {
-        if (!(await updateContact(trx, account.id, contact.id, input, now()))) {
+      const saved = await saveContact(request, reply, account.id, contact, async (input) => {
+        if (!(await deps.contacts.update(account.id, contact.id, input))) {
           throw notFound()
         }
       })
@@ -305,7 +299,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     { schema: { params: ContactParams, body: DeleteContactForm }, attachValidation: true },
     async (request, reply) => {
       const { account } = accountContext(request)
-      if (!(await inTransaction(db, (trx) => deleteContact(trx, account.id, request.params.id, now())))) {
+      if (!(await deps.contacts.remove(account.id, request.params.id))) {
         throw notFound()
       }
       return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
