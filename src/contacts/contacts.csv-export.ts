@@ -14,11 +14,8 @@ export type CsvColumn = (typeof CSV_COLUMNS)[number]
 export const TAG_SEPARATOR = ';'
 
 /**
- * Contacts per page, one slice of the event loop between two yields. On SQLite the page is read
- * synchronously, so the slice is the read, the parse and the CSV writing together: per page of 200
- * it took 1.3–1.7 ms of CPU at the median and up to 2.3–10.6 ms, per page of 50 0.3–0.4 ms and up
- * to 3.9–4.1 ms, at the same CPU per row (6.6–11.4 against 7.9–9.3 µs: noise at a load average of
- * 15; 30,000 contacts, docs/csv-import.md).
+ * Contacts per page, one slice of the event loop between two yields: on SQLite the read, the parse
+ * and the CSV writing of a page run together without a pause (docs/csv-import.md).
  */
 const EXPORT_PAGE_SIZE = 50
 
@@ -64,13 +61,10 @@ export async function readExportPage(
 }
 
 /**
- * Every contact of the account as CSV, in creation order, read a page at a time by `readPage`:
- * readExportPage on the serving connection, or on an SQLite file the import's worker thread on its
- * own (src/imports/import-check.ts). A pull stream: the next page is read only when the reply has
- * sent the previous one, so memory stays constant. It yields to the event loop after each page: on
- * SQLite a page read here is synchronous, and a reader as fast as the loopback never makes the
- * socket push back, so without the yield a 20,000-contact export held the loop for 1.7–2 s
- * (bench/import-neighbour.ts).
+ * Every contact of the account as CSV, in creation order, read a page at a time by `readPage`
+ * (readExportPage, here or on the import worker's connection, src/imports/import-check.ts). A pull
+ * stream, so memory stays constant; it yields after each page, since on SQLite a read is
+ * synchronous and a reader as fast as the loopback never makes the socket push back.
  */
 export function exportContactsCsv(readPage: ExportPageReader): Readable {
   async function* chunks(): AsyncGenerator<string> {

@@ -46,10 +46,7 @@ export const listBounds = { indexedMax: INDEXED_MAX, scanMax: SCAN_MAX }
 /** Rows a page may examine for each request it spends from the account's budget (docs/rate-limits.md). */
 export const ROWS_PER_REQUEST = 100
 
-/**
- * What a page costs in requests: one per ROWS_PER_REQUEST rows examined, at least one. An ordinary
- * page (up to limit + 1 = 101 rows read) costs one; the worst-case walk of 1,000 rows costs ten.
- */
+/** What a page costs in requests: one per ROWS_PER_REQUEST rows examined, at least one. */
 export const scanCost = (examined: number): number => Math.max(1, Math.floor(examined / ROWS_PER_REQUEST))
 
 /** A page's rows, where a cut-short scan stopped, and how many contacts it read to find them. */
@@ -307,11 +304,9 @@ function updatedAfter(raw: string): string {
 }
 
 /**
- * Builds the query of one filter combination with a marker in place of each value, compiles it,
- * and records which value each parameter position takes. With a tag, the page is driven by the
- * tag's index, which lists its contacts in id order, so a page reads 51 index entries however
- * many contacts carry the tag (an `id in (subquery)` made SQLite collect all of them first).
- * When a probe found few matches of `q` or `updated_after`, their index drives the page instead.
+ * The page query of one filter combination. With a tag, the tag's index drives the page (it lists
+ * its contacts in id order, so a page reads a page of entries however many carry the tag); when a
+ * probe found few matches of `q` or `updated_after`, their index drives it instead.
  */
 function compilePage(db: Db, shape: ListShape): Built {
   const direction = shape.desc ? 'desc' : 'asc'
@@ -349,8 +344,8 @@ function compilePage(db: Db, shape: ListShape): Built {
     query = query.where(sql<boolean>`contacts.search like ${marker('q')} escape '\\'`)
   }
   if (shape.updatedAfter && shape.updatedAfterIndexed) {
-    // Few changed: found by the updated_at index and sorted. Ordering by an expression (same values,
-    // same collation) keeps a planner from walking the primary key instead on a misestimate.
+    // Few changed: found by the updated_at index and sorted. Ordering by an expression keeps a
+    // planner from walking the primary key instead on a misestimate.
     query = query.where('contacts.updated_at', '>', marker('updatedAfter'))
     const compiled = query
       .orderBy(sql`${sql.ref(position)} || ''`, direction)

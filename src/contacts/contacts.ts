@@ -18,9 +18,8 @@ import type { ContactsTable, ContactTagsTable, ContactTermsTable } from './conta
 
 /**
  * A North American number already in E.164 (+1, an area code 2-9, ten digits): libphonenumber
- * answers it unchanged (contacts.phone.test.ts checks a corpus), but with the `max` metadata it
- * first decides which NANPA country it is by matching each one's patterns: 7 µs per number, about
- * 6 % of a batch load's CPU (docs/batch.md). Other input still goes to libphonenumber.
+ * answers it unchanged (contacts.phone.test.ts checks a corpus) after a costly match of every
+ * NANPA country's patterns (docs/batch.md). Other input still goes to libphonenumber.
  */
 const NANP_E164 = /^\+1[2-9][0-9]{9}$/
 
@@ -169,8 +168,8 @@ export function searchForm(text: string): string {
 }
 
 /**
- * Whether `q` is a prefix match on a field (DESIGN §7): every field must be placed here, so a new
- * one is a compile error until it is decided.
+ * Whether `q` is a prefix match on a field (docs/design.md, "Contacts"): every field must be placed
+ * here, so a new one is a compile error until it is decided.
  */
 const SEARCHED: Record<ContactField, boolean> = {
   email: true,

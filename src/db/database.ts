@@ -51,17 +51,15 @@ function openSqlite(config: SqliteConfig): DatabaseHandle {
     narrowToOwner(file)
   }
   const database = new SQLite(file)
-  // WAL lets readers run beside the writer. NORMAL survives process crashes (kill -9);
-  // FULL also survives power loss, at about half the write rate.
-  // The CLI and a running server share the file: wait for the other's write instead of failing.
-  // First, so that switching a new file to WAL waits too when another process opens it at once.
+  // WAL lets readers run beside the writer; NORMAL survives a crash of the process, FULL also a
+  // power loss (docs/api-decisions.md, "Durability"). The CLI and a server share the file: wait for
+  // the other's write instead of failing, and first, so that the switch to WAL waits too.
   database.pragma('busy_timeout = 5000')
   switchToWal(database)
   database.pragma(`synchronous = ${synchronous}`)
   database.pragma('foreign_keys = ON')
-  // better-sqlite3 builds SQLite with a 16 MB page cache; pages not in it come from the OS's page
-  // cache at a few µs each. 4 MB holds the indexes' upper levels of a million contacts and kept
-  // writes within the RSS target (docs/performance.md, "RSS").
+  // Smaller than better-sqlite3's default: it holds the indexes' upper levels, the OS's page cache
+  // the rest, and the process stays within its memory target (docs/performance.md, "RSS").
   database.pragma(`cache_size = -${SQLITE_CACHE_KIB}`)
   const handle = wrap(
     new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
@@ -101,20 +99,18 @@ const STATEMENT_CACHE_MAX = 1000
 
 /**
  * Kysely prepares every query anew, and compiling SQL costs SQLite more than running a keyset
- * page (about 25 µs against 20 µs). Here each distinct SQL text is prepared once and reused,
- * least recently used evicted first. A statement still being iterated (a streamed query) is
- * busy and cannot be re-entered: then a fresh one is prepared for that call.
+ * page. Here each distinct SQL text is prepared once and reused, least recently used evicted
+ * first. A statement still being iterated (a streamed query) cannot be re-entered: then a fresh
+ * one is prepared for that call.
  */
 function withStatementCache(database: SQLite.Database, max = STATEMENT_CACHE_MAX): SqliteDatabase {
   const cache = new Map<string, SQLite.Statement>()
   return {
     close: () => database.close(),
     prepare(sqlText) {
-      // Kysely begins every transaction with a plain (deferred) BEGIN, which takes the write lock at
-      // the first write. Another connection's commit between this one's first read and its first
-      // write (the CSV import's worker thread writes on its own, import-job.ts) then fails the
-      // transaction with SQLITE_BUSY at once, busy_timeout or not: IMMEDIATE waits for the lock
-      // before the transaction reads anything.
+      // A deferred BEGIN takes the write lock at the first write, and another connection's commit
+      // between this one's first read and first write (the import worker's, import-job.ts) fails
+      // it with SQLITE_BUSY at once, busy_timeout or not. IMMEDIATE waits for the lock first.
       const text = sqlText === 'begin' ? 'begin immediate' : sqlText
       const cached = cache.get(text)
       if (cached && !cached.busy) {
@@ -143,11 +139,9 @@ pg.types.setTypeParser(pg.types.builtins.INT8, (value) => Number(value))
 
 function openPostgres(url: string, behindPooler: boolean): DatabaseHandle {
   const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 })
-  // A client that loses its connection (a restart, a failover, a pooler restarted, a terminated
-  // backend) emits 'error'; with no listener that ends the process. The pool listens only while a
-  // client is idle, so each client gets its own listener for while it is checked out: the error
-  // also fails the statement on it (or the next), which the request answers as a problem, and the
-  // pool drops the client (test/connection-loss.test.ts).
+  // A client that loses its connection emits 'error', which with no listener ends the process; the
+  // pool listens only while a client is idle. The error also fails the statement on it, which the
+  // request answers as a problem, and the pool drops the client (test/connection-loss.test.ts).
   pool.on('error', () => {})
   pool.on('connect', (client) => client.on('error', () => {}))
   // A transaction pooler gives each transaction whichever server connection is free: a statement
@@ -172,12 +166,10 @@ const NAMED_STATEMENTS_MAX = 200
 const PREPARABLE = /^\s*(select|insert|update|delete|with)\b/i
 
 /**
- * PostgreSQL parses and plans an unnamed statement on every call (about as long as running a
- * keyset page). Here each connection prepares a data statement under a name the first time it
- * runs it, and afterwards only binds and executes it. Statements with `*` stay unnamed: after a
- * migration adds a column (another instance deploying), a prepared `select *` would fail with
- * "cached plan must not change result type" until the connection closed. So do those marked
- * PLAN_PER_CALL.
+ * PostgreSQL parses and plans an unnamed statement on every call. Here each connection prepares a
+ * data statement under a name the first time it runs it, then only binds and executes it. Those
+ * with `*` stay unnamed (after another instance's migration adds a column, a prepared `select *`
+ * fails with "cached plan must not change result type"), and so do those marked PLAN_PER_CALL.
  */
 function withNamedStatements(client: pg.PoolClient): void {
   const names = new Map<string, string>()
@@ -211,12 +203,10 @@ export const POOLER_HINT =
   'DATABASE_URL looks like a transaction-mode connection pooler (PgBouncer pool_mode=transaction, a hosted pooler): set DATABASE_POOLER=transaction (README, "Behind a connection pooler")'
 
 /**
- * A named statement refused as `duplicate_prepared_statement` (42P05: another client's statement
- * of that name is on the server connection) or `invalid_sql_statement_name` (26000: the one this
- * connection prepared is not there) means the server connection changed under the client: a
- * transaction pooler in front without DATABASE_POOLER=transaction. The error gets the fix in its
- * message, so every place that prints or logs it (the CLI at start, a request's 500 in the log,
- * /readyz's warning) names the setting; its `code` is kept.
+ * A named statement refused as 42P05 (another client's statement of that name is there) or 26000
+ * (the one this connection prepared is not) means the server connection changed under the client:
+ * a transaction pooler without DATABASE_POOLER=transaction. The error's message gets the fix, so
+ * every place that prints or logs it names the setting; its `code` is kept.
  */
 export function withPoolerHint(error: unknown): unknown {
   if (

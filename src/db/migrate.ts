@@ -43,13 +43,10 @@ const MIGRATION_LOCK_ID = 3853314791062309107n
 
 /**
  * Runs `use` with a Migrator; with `locked`, on PostgreSQL, inside one transaction that holds the
- * migration lock. Kysely's PostgreSQL migrator takes a session-level advisory lock on a connection
- * and then opens the transaction: behind a transaction-mode pooler (DATABASE_POOLER) the lock, the
- * transaction and the unlock each get whichever server connection is free, so the lock stays held
- * on a pooled connection and the next migration waits for it for an hour. Here the lock is
- * `pg_advisory_xact_lock`, taken first in the migrations' own transaction and released by its
- * commit or rollback, so migrations run through the pooler as well as directly
- * (test/migrations.test.ts, "releases the migration lock").
+ * migration lock. Kysely's own session-level advisory lock stays held on a pooled connection behind
+ * a transaction-mode pooler (the lock, the transaction and the unlock each get whichever server
+ * connection is free); `pg_advisory_xact_lock`, taken in the migrations' own transaction, ends with
+ * it (test/migrations.test.ts, "releases the migration lock").
  */
 async function withMigrator<T>(
   handle: DatabaseHandle,
@@ -90,11 +87,9 @@ async function withMigrator<T>(
 
 /**
  * SQLite: the whole migration, Kysely's own tables included, inside one `BEGIN IMMEDIATE`, which
- * takes the database's write lock before anything is read. Kysely's SQLite migrator has no lock
- * (its adapter's is a no-op: it assumes one process) and opens a deferred transaction, so several
- * processes started together on a new file (two instances, a server and `contacts-api migrate`)
- * each read "nothing applied" and then created the same tables: "table accounts already exists"
- * (test/sqlite-migrate-race.test.ts). The others now wait on busy_timeout and find it migrated.
+ * takes the write lock before anything is read. Kysely's SQLite migrator has no lock, so processes
+ * started together on a new file each read "nothing applied" and created the same tables
+ * (test/sqlite-migrate-race.test.ts); now the others wait on busy_timeout and find it migrated.
  */
 async function withSqliteWriteLock<T>(handle: DatabaseHandle, use: (migrator: Migrator) => Promise<T>): Promise<T> {
   return handle.db.connection().execute(async (connection) => {

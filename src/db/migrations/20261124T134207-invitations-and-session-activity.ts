@@ -1,4 +1,4 @@
-// Invitations to join an account (DESIGN §11: a single-use link, 7 days, stored as a digest), and
+// Invitations to join an account (a single-use link, 7 days, stored as a digest: docs/web-app.md), and
 // what the sessions page shows of each session (last seen, browser), with an index for the purge
 // of expired sessions.
 // Frozen: never edit a migration that has shipped; add a new one.

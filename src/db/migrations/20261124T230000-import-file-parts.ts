@@ -1,6 +1,6 @@
 // An import's upload stored in parts of at most 256 KiB (src/imports/imports.store.ts,
-// IMPORT_PART_BYTES), a statement each with a turn of the event loop between: on SQLite the one
-// statement that stored a whole 3.4 MB file held the event loop for ~30 ms (DESIGN §10: a few ms).
+// IMPORT_PART_BYTES), a statement each with a turn of the event loop between: on SQLite one
+// statement that stored a whole file held the event loop too long (docs/tenant-isolation.md).
 // The parts are written before the job's row, so they have no foreign key to it (only to the
 // account): a crash between the two leaves parts no job owns, which the account's next upload
 // deletes once they are an hour old (`created_at`). Files of unfinished jobs move over as part 0.
