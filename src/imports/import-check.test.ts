@@ -3,8 +3,8 @@
 // same measure taken with the check run on the main thread shows that it can fail.
 import { threadId } from 'node:worker_threads'
 import { afterAll, describe, expect, it } from 'vitest'
-import { parseContactsCsv } from '../contacts/contacts.csv-import.js'
 import { createImportChecker } from './import-check.js'
+import { parseContactsCsv } from './import-csv.js'
 
 const ROWS = 10_000
 const file = new TextEncoder().encode(

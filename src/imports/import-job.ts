@@ -1,21 +1,18 @@
-// One CSV import job, run by the import runner: check the whole file first, on a worker thread
-// (import-check.ts; nothing is written if any row is bad), then write it in short transactions, each with its rows' events and the
-// job's progress, so other tenants' requests run between them (DESIGN §10).
-//
-// A crash mid-write leaves *everything*, not nothing: the job stays `writing`, its lease runs
-// out, and a runner (this process after a restart, or another instance) resumes it from
-// `rows_written`, which each chunk's transaction moved on with its rows. Every row is written
-// exactly once (the fence in updateImport), so no event is repeated; rows are upserts by email,
-// so what was already written is not written again.
+// One CSV import job, run by the import runner: the whole file checked first on the worker thread
+// (import-check.ts; nothing is written if any row is bad), then written in short transactions,
+// each with its rows' events and the job's progress, so other tenants' requests run between them.
+// A crash mid-write leaves the job `writing`; once its lease runs out a runner resumes it from
+// `rows_written`, which each slice moved on with its rows behind a fence: every row once, no event
+// repeated (docs/csv-import.md, "A crash mid-write leaves everything").
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import { contactCount } from '../contacts/contact-count.js'
 import type { ContactService } from '../contacts/contact-service.js'
-import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
 import { countNewEmails } from '../contacts/contacts.store.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { CheckedFile, FileCheck, ImportChecker, WorkerSlice } from './import-check.js'
+import type { ImportError, ImportRow } from './import-csv.js'
 import { type SliceResult, writeSlice } from './import-slice.js'
 import {
   deleteImportFile,
@@ -46,9 +43,7 @@ export interface ImportJobDeps {
 
 /**
  * A write transaction's length (import-slice.ts): on SQLite it holds the database, and the thread
- * that runs it, until it commits. 2 ms, not 4: another tenant's list p99 while a 10,000-row import
- * wrote on SQLite's main connection went from 21.5-26.8 ms to 12.7-14.2 ms (idle 2.8-3.3), the
- * import from 1.5-1.9 s to 1.7-2.0 s (bench/import-neighbour.ts; 1 ms bought no more).
+ * that runs it, until it commits. Measured against another tenant's p99 (docs/tenant-isolation.md).
  */
 const WRITE_SLICE_MS = 2
 /** The most rows one write transaction is given. */

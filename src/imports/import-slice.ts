@@ -3,9 +3,9 @@
 // by another runner writes nothing twice. On an SQLite file the worker thread runs it on its own
 // connection (import-check.worker.ts), otherwise the job does (import-job.ts).
 import type { ContactService } from '../contacts/contact-service.js'
-import type { ImportError, ImportRow } from '../contacts/contacts.csv-import.js'
 import { ruleErrors } from '../contacts/contacts.messages.js'
 import { AppError } from '../http/errors.js'
+import type { ImportError, ImportRow } from './import-csv.js'
 import { updateImport } from './imports.store.js'
 
 export interface ImportSummary {

@@ -2,10 +2,10 @@
 // looks across accounts for the next unfinished job.
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { type Kysely, sql } from 'kysely'
-import type { ImportError } from '../contacts/contacts.csv-import.js'
 import { purgeOlderThan } from '../db/retention.js'
 import type { Database } from '../db/schema.js'
 import type { Db } from '../db/transaction.js'
+import type { ImportError } from './import-csv.js'
 import type { ContactImportsTable, ImportState } from './imports.table.js'
 
 /** A job as a page shows it (the file left out). */
@@ -47,9 +47,8 @@ export async function insertImport(
 
 /**
  * A file is stored, read and deleted in parts of this size, a statement each with a turn of the
- * event loop between: on SQLite, where the driver is synchronous, one statement for a whole
- * 3.4 MB upload held the event loop for ~30 ms (its insert, and again its delete; PostgreSQL's
- * driver hex-encodes a bytea on the loop), against about 2 ms for a part (DESIGN §10).
+ * event loop between: one statement for a whole upload held the event loop too long on SQLite,
+ * where the driver is synchronous (docs/tenant-isolation.md).
  */
 export const IMPORT_PART_BYTES = 256 * 1024
 

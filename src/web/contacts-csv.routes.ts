@@ -9,10 +9,10 @@ import {
   exportContactsCsv,
   readExportPage,
 } from '../contacts/contacts.csv-export.js'
-import { IMPORT_MAX_BYTES, IMPORT_MAX_ROWS } from '../contacts/contacts.csv-import.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
+import { IMPORT_MAX_BYTES, IMPORT_MAX_ROWS } from '../imports/import-csv.js'
 import {
   countImportsSince,
   deleteImportFile,

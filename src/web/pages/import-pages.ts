@@ -1,6 +1,6 @@
 // CSV import pages: the upload form, and one job's page (progress while it runs, then its result
 // or every problem by row, column and value).
-import { IMPORT_PROBLEMS_KEPT, type ImportError, PROBLEM_VALUE_MAX } from '../../contacts/contacts.csv-import.js'
+import { IMPORT_PROBLEMS_KEPT, type ImportError, PROBLEM_VALUE_MAX } from '../../imports/import-csv.js'
 import type { ImportJob } from '../../imports/imports.store.js'
 import { type Html, html } from '../html.js'
 import { csrfInput, layout, type PageContext } from './layout.js'

@@ -1,15 +1,13 @@
-// The CSV import's parsing: a whole file checked row by row, every problem listed by row, column
-// and value. The import job runs it on a worker thread (src/imports/import-check.worker.ts), which
-// passes a pause that never yields; by default it works in short slices (decode, parse, check),
-// yielding between them, for a caller on the event loop that serves requests. Even so, there, the
-// garbage collection of its allocations blocked that loop for up to 116 ms (docs/csv-import.md).
+// The CSV import's file: parsed and checked row by row, every problem listed by row, column and
+// value. The import's worker thread runs it (import-check.worker.ts) with a pause that never yields;
+// by default it works in short slices (decode, parse, check) with a yield between them.
 import { setImmediate as nextTurn } from 'node:timers/promises'
+import { CSV_COLUMNS, type CsvColumn, TAG_SEPARATOR } from '../contacts/contacts.csv-export.js'
+import { unguardCell } from '../contacts/contacts.csv-guard.js'
+import { checkContactInput } from '../contacts/contacts.messages.js'
+import type { ContactField, ContactInput } from '../contacts/contacts.schemas.js'
 import type { FieldError } from '../http/errors.js'
 import { emailKey } from '../lib/email.js'
-import { CSV_COLUMNS, type CsvColumn, TAG_SEPARATOR } from './contacts.csv-export.js'
-import { unguardCell } from './contacts.csv-guard.js'
-import { checkContactInput } from './contacts.messages.js'
-import type { ContactField, ContactInput } from './contacts.schemas.js'
 
 export const IMPORT_MAX_BYTES = 5 * 1024 * 1024
 export const IMPORT_MAX_ROWS = 10_000
