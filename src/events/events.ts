@@ -56,8 +56,6 @@ export const EventSchema = Type.Union(
     },
   },
 )
-export type Event = Static<typeof EventSchema>
-
 /** GET /events: the paging parameters and an optional type. */
 export const ListEventsQuery = Type.Object(
   {

@@ -60,12 +60,6 @@ export async function findUserByEmail(db: Db, email: string) {
   return db.selectFrom('users').selectAll().where('email_lower', '=', emailKey(email)).executeTakeFirst()
 }
 
-/** The id of the person with this email, or undefined: without the password hash. */
-export async function findUserIdByEmail(db: Db, email: string): Promise<string | undefined> {
-  const row = await db.selectFrom('users').select('id').where('email_lower', '=', emailKey(email)).executeTakeFirst()
-  return row?.id
-}
-
 export async function findUser(db: Db, userId: string): Promise<User | undefined> {
   return db.selectFrom('users').select(['id', 'email', 'created_at']).where('id', '=', userId).executeTakeFirst()
 }

@@ -7,7 +7,6 @@ import { TEST_EVENT_TYPE } from './endpoints.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
 export const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const
-export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
 const DeliveryStatusSchema = Type.Union(
   DELIVERY_STATUSES.map((s) => Type.Literal(s)),
   {
