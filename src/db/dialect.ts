@@ -15,7 +15,7 @@ export function isUniqueViolation(error: unknown): boolean {
 
 /**
  * The dialect a database or transaction runs on, for the store functions that get only a
- * transaction (recordEvent): read from Kysely's adapter, the object that speaks the dialect.
+ * transaction: read from Kysely's adapter, the object that speaks the dialect.
  * `getExecutor` is marked internal in Kysely's types; src/db/dialect.test.ts pins it.
  */
 export function dialectOf(db: Kysely<Database>): Dialect {

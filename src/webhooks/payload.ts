@@ -2,7 +2,7 @@
 // the stored event, or the delivery's own payload for a webhook.test.
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
-// recordEvent writes every event as {"object","id","type","created_at","data":{…}} with `data`
+// events.ts newEvent writes every event as {"object","id","type","created_at","data":{…}} with `data`
 // last, and no earlier member can contain this text: the data member is the event's tail.
 const DATA_MEMBER = ',"data":'
 
@@ -10,7 +10,7 @@ const DATA_MEMBER = ',"data":'
 export function eventPayload(eventBody: string): string {
   const at = eventBody.indexOf(DATA_MEMBER)
   if (at < 0 || !eventBody.endsWith('}')) {
-    throw new Error('stored event body is not in the form recordEvent writes')
+    throw new Error('stored event body is not in the form newEvent writes')
   }
   const event = JSON.parse(`${eventBody.slice(0, at)}}`) as { type: string; created_at: string }
   return `{"type":${JSON.stringify(event.type)},"timestamp":${JSON.stringify(event.created_at)}${eventBody.slice(at)}`

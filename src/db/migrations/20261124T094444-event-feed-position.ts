@@ -8,7 +8,7 @@ import type { MigrationDb } from '../migration-helpers.js'
 export async function up(db: MigrationDb, dialect: Dialect): Promise<void> {
   // Existing events committed long ago: position 0 keeps their old order (by id) and puts them
   // before every event written from now on. A constant default adds the column without rewriting
-  // the table on PostgreSQL (11+); SQLite cannot drop it afterwards, recordEvent always sets it.
+  // the table on PostgreSQL (11+); SQLite cannot drop it afterwards, and every event write sets it.
   await db.schema
     .alterTable('events')
     .addColumn('tx_id', 'bigint', (c) => c.notNull().defaultTo(0))

@@ -1,6 +1,6 @@
-// Pins contacts.batch-insert.ts, the batch's own INSERTs: for the same inputs, a batch of creates
-// stores exactly the rows and events that POST /contacts stores one by one (every column, ids
-// aside), on every dialect, across the statements' chunking of rows.
+// For the same inputs, a batch of creates (one group of writeContacts, contact-writes.ts) stores
+// exactly the rows and events that POST /contacts stores one by one (every column, ids aside), on
+// every dialect.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
