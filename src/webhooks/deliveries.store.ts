@@ -1,5 +1,5 @@
 // Tenant-scoped delivery reads and the two ways a person adds an attempt: retry one delivery, or
-// send a test event. The worker's side of the queue is delivery-queue.ts.
+// send a test event. The worker's side is delivery-dispatch.ts, -claim.ts, -attempts.ts.
 import { purgeOlderThan } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow } from '../http/pagination.js'
@@ -94,7 +94,7 @@ export async function insertTestDelivery(
 
 /**
  * A new delivery of an event to one endpoint, due at `at` and not yet attempted: the fan-out's
- * (delivery-queue.ts) and a test event's. `payload` is the body to send when it is not the event's.
+ * (delivery-dispatch.ts) and a test event's. `payload` is the body to send when it is not the event's.
  */
 export function pendingDelivery(delivery: {
   accountId: string
@@ -127,7 +127,7 @@ export function pendingDelivery(delivery: {
 
 /**
  * Tells the worker that a delivery of the endpoint is due at `at`: only ever moves the endpoint's
- * `due_at` earlier, so it is safe from any transaction (delivery-queue.ts explains the rule).
+ * `due_at` earlier, so it is safe from any transaction (docs/design.md#delivery-queue explains the rule).
  */
 export async function markDue(trx: Db, accountId: string, endpointId: string, at: string): Promise<void> {
   await trx

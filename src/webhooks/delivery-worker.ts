@@ -1,4 +1,4 @@
-// The delivery worker: a loop that fans events out (delivery-queue.ts), claims due deliveries
+// The delivery worker: a loop that fans events out (delivery-dispatch.ts), claims due deliveries
 // endpoint by endpoint, sends each (webhook-post.ts, signed by signing.ts) and records the outcome.
 // It runs inside `serve` (WEBHOOK_WORKER=on) or alone as `contacts-api worker`; any number of
 // them can run against one database.
@@ -6,17 +6,9 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { Metrics } from '../observability/metrics.js'
-import {
-  type Attempt,
-  type AttemptRecord,
-  type Claim,
-  type ClaimedDelivery,
-  claimDeliveries,
-  DISPATCH_BATCH,
-  dispatchEvents,
-  dueEndpoints,
-  recordAttempts,
-} from './delivery-queue.js'
+import { type Attempt, type AttemptRecord, recordAttempts } from './delivery-attempts.js'
+import { type Claim, type ClaimedDelivery, claimDeliveries, dueEndpoints } from './delivery-claim.js'
+import { DISPATCH_BATCH, dispatchEvents } from './delivery-dispatch.js'
 import { type EndpointRow, liveSecrets } from './endpoints.store.js'
 import { deliveryPayload } from './payload.js'
 import { webhookHeaders } from './signing.js'
