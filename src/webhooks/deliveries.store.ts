@@ -6,6 +6,7 @@ import type { PageRow } from '../http/pagination.js'
 import { newId } from '../lib/ids.js'
 import { type ListDeliveriesFilters, toDelivery } from './deliveries.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
+import { deliveryPayload } from './payload.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
 export type DeliveryRow = WebhookDeliveriesTable
@@ -45,6 +46,20 @@ export async function findDelivery(
     .where('endpoint_id', '=', endpointId)
     .where('id', '=', id)
     .executeTakeFirst()
+}
+
+/** The body this delivery sends: its own payload, or its event's (undefined once the event is purged). */
+export async function findDeliveryBody(db: Db, delivery: DeliveryRow): Promise<string | undefined> {
+  const event =
+    delivery.payload === null
+      ? await db
+          .selectFrom('events')
+          .select('body')
+          .where('account_id', '=', delivery.account_id)
+          .where('id', '=', delivery.event_id)
+          .executeTakeFirst()
+      : undefined
+  return deliveryPayload(delivery, event?.body)
 }
 
 /**

@@ -4,7 +4,7 @@
 import type { Kysely } from 'kysely'
 import { type AuditAction, type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
-import { inTransaction, type Trx } from '../db/transaction.js'
+import { type Db, inTransaction, type Trx } from '../db/transaction.js'
 import { AppError, invalidParameter } from '../http/errors.js'
 import { type DeliveryRow, findDelivery, insertTestDelivery, retryDelivery } from './deliveries.store.js'
 import {
@@ -98,8 +98,8 @@ export async function changeEndpoint(
 
 export async function removeEndpoint(deps: WebhookActionsDeps, accountId: string, id: string, actor: Actor, now: Date) {
   await inTransaction(deps.db, async (trx) => {
-    const endpoint = await findEndpoint(trx, accountId, id)
-    if (!endpoint || !(await deleteEndpoint(trx, accountId, id))) {
+    const endpoint = await requireEndpoint(trx, accountId, id)
+    if (!(await deleteEndpoint(trx, accountId, id))) {
       throw notFound()
     }
     await audit(trx, accountId, actor, 'webhook_endpoint.deleted', id, { url: endpoint.url }, now)
@@ -146,10 +146,7 @@ export async function revealEndpointSecret(
   now: Date,
 ): Promise<string> {
   return inTransaction(deps.db, async (trx) => {
-    const row = await findEndpoint(trx, accountId, id)
-    if (!row) {
-      throw notFound()
-    }
+    const row = await requireEndpoint(trx, accountId, id)
     await recordAudit(
       trx,
       accountId,
@@ -201,11 +198,17 @@ export async function retryEndpointDelivery(
   })
 }
 
-async function enabledEndpoint(trx: Trx, accountId: string, id: string): Promise<EndpointRow> {
-  const endpoint = await findEndpoint(trx, accountId, id)
+/** The account's endpoint, or not_found: another account's endpoint is no different from a missing one. */
+export async function requireEndpoint(db: Db, accountId: string, id: string): Promise<EndpointRow> {
+  const endpoint = await findEndpoint(db, accountId, id)
   if (!endpoint) {
     throw notFound()
   }
+  return endpoint
+}
+
+async function enabledEndpoint(trx: Trx, accountId: string, id: string): Promise<EndpointRow> {
+  const endpoint = await requireEndpoint(trx, accountId, id)
   if (endpoint.status !== 'enabled') {
     throw new AppError('endpoint_disabled', 'The endpoint is disabled: enable it (PATCH status) to send to it.')
   }
