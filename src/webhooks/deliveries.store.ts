@@ -107,10 +107,7 @@ export async function insertTestDelivery(
   return row
 }
 
-/**
- * A new delivery of an event to one endpoint, due at `at` and not yet attempted: the fan-out's
- * (delivery-dispatch.ts) and a test event's. `payload` is the body to send when it is not the event's.
- */
+/** A new delivery of an event to one endpoint, due at `at`; `payload` when the body is not the event's. */
 export function pendingDelivery(delivery: {
   accountId: string
   endpointId: string

@@ -27,10 +27,9 @@ export interface AttemptRecord {
 }
 
 /**
- * Records one attempt's outcome: success; a retry per the schedule (with jitter); or failed, when
- * retries are exhausted, the endpoint answered 410 (it is disabled, `gone`), or the endpoint has
- * failed without a success for 5 days (disabled, `failing`). An attempt whose lease was taken over
- * records nothing and changes nothing: the attempt that holds the delivery now will.
+ * Records one attempt's outcome: succeeded, retrying per the schedule, or failed (retries exhausted,
+ * or the endpoint disabled: `gone` on a 410, `failing` after FAILING_DISABLE_MS). An attempt whose
+ * lease was taken over changes nothing: the attempt that holds the delivery now will record.
  */
 export async function recordAttempt(
   db: Kysely<Database>,
@@ -55,11 +54,8 @@ export interface Attempt {
 }
 
 /**
- * Records several attempts' outcomes in one transaction, each exactly as recordAttempt would, in
- * order: one commit (SQLite: one WAL write of the pages they share) instead of one per attempt. The
- * worker batches the attempts that finish while the previous batch is being recorded. If the
- * transaction fails, none is recorded: their leases run out and they are attempted again, as when a
- * single record fails.
+ * Records several attempts' outcomes in one transaction: one commit instead of one per attempt. If
+ * it fails, none is recorded: their leases run out and they are attempted again.
  */
 export async function recordAttempts(
   db: Kysely<Database>,
@@ -67,16 +63,13 @@ export async function recordAttempts(
   policy: RetryPolicy,
   now: Date,
 ): Promise<AttemptRecord[]> {
-  // Endpoint by endpoint, in one order for every writer (so is dispatchEvents' markDue): two
-  // workers' batches lock endpoint rows in the same order and cannot deadlock on PostgreSQL.
+  // One lock order for every writer (dispatchEvents' markDue too): no deadlock on PostgreSQL.
   const order = attempts
     .map((attempt, index) => ({ key: `${attempt.delivery.account_id} ${attempt.delivery.endpoint_id}`, index }))
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
   return db.transaction().execute(async (trx) => {
     const records: AttemptRecord[] = new Array(attempts.length)
-    // Per endpoint, what every attempt of it would repeat is done once: its row is read once (its
-    // status and failure run, kept up to date here), and due_at is brought forward to the earliest
-    // delivery still pending once all of the endpoint's attempts are recorded.
+    // Per endpoint: its row is read once, and due_at brought forward once after its last attempt.
     let group:
       | { key: string; accountId: string; endpointId: string; state: EndpointState; recorded: boolean }
       | undefined
@@ -118,10 +111,8 @@ async function endpointState(trx: Trx, accountId: string, endpointId: string): P
 }
 
 /**
- * One attempt's outcome, against the endpoint's `state` (updated here as this attempt changes the
- * endpoint). The delivery is written first, under its lease: a stale attempt stops there, having
- * changed nothing. Alone (recordAttempt) the caller brings due_at forward; in a batch,
- * recordAttempts does that once per endpoint.
+ * One attempt's outcome, against the endpoint's `state` (updated as this attempt changes it). The
+ * delivery is written first, under its lease: a stale attempt stops there, having changed nothing.
  */
 async function recordOne(
   trx: Trx,

@@ -6,10 +6,7 @@ import type { Trx } from '../db/transaction.js'
 import type { DeliveryRow } from './deliveries.store.js'
 import { type EndpointRow, setEndpointColumns } from './endpoints.store.js'
 
-/**
- * An endpoint left with due deliveries after a claim (its slots were full) is looked at again this
- * soon at the latest: when the claiming worker was killed, no completion of its will do it.
- */
+/** An endpoint left with due deliveries after a claim is looked at again this soon, in case its worker died. */
 export const REVISIT_MS = 1000
 
 export interface EndpointRef {
@@ -82,8 +79,7 @@ export async function claimDeliveries(
         )
         .execute()
     }
-    // Whatever is left due now waits for a free slot: a completion moves due_at back (markDue). If
-    // this worker dies first, the endpoint is looked at again after REVISIT_MS, not at the lease's end.
+    // What is left due waits for a free slot: a completion moves due_at back (markDue), or REVISIT_MS.
     const [next, stillDue] = await Promise.all([
       trx
         .selectFrom('webhook_deliveries')

@@ -1,6 +1,5 @@
 // What a person or an integration does to webhook endpoints, for the API and the web app alike:
-// each action checks its rules, commits, and (given an actor: the web app) writes its audit entry
-// in the same transaction. Errors are AppErrors with the API's codes; the web app shows their text.
+// each action checks its rules and commits with its audit entry (given an actor: the web app).
 import type { Kysely } from 'kysely'
 import { type AuditAction, type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
@@ -41,14 +40,10 @@ export interface EndpointWithSecret {
   secret: string
 }
 
-/**
- * Who acts: a signed-in person (audited) or an API key (`undefined`: the key's requests are its
- * record, as for contacts).
- */
+/** A signed-in person (audited), or undefined for an API key, whose requests are their own record. */
 export type Actor = AuditActor | undefined
 
-// Every action that writes takes an optional `within`, run in its transaction: the API stores its
-// Idempotency-Key answer there, so the write and its answer commit together (idempotency.ts).
+// `within` runs in the action's transaction: the API stores its Idempotency-Key answer there.
 
 export async function createEndpoint(
   deps: WebhookActionsDeps,

@@ -1,5 +1,4 @@
-// Tenant-scoped webhook endpoint storage: every function takes the account it acts for. Secrets
-// arrive and leave encrypted (secrets.ts); only liveSecrets and revealSecret decrypt.
+// Tenant-scoped webhook endpoint storage. Secrets stay encrypted; only liveSecrets and revealSecret decrypt.
 import { sql } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
 import type { Db, Trx } from '../db/transaction.js'

@@ -1,7 +1,5 @@
-// /api/v1/webhook_endpoints (DESIGN §12): create, list, get, update, delete an endpoint; roll its
-// signing secret; send it a test event; list, get and retry its deliveries. The actions are
-// endpoint-lifecycle.ts's, shared with the web app; an API key's requests are not audited.
-// The signing secret is in the create and roll_secret answers only, never in a GET.
+// /api/v1/webhook_endpoints (docs/design.md#webhooks): endpoints, their secret, test events and
+// deliveries. The actions are endpoint-lifecycle.ts's, shared with the web app.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
@@ -65,9 +63,8 @@ const EmptyBody = Type.Object({}, { additionalProperties: false })
 export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
   const now = () => deps.clock.now()
-  // Webhook configuration is an admin's business (DESIGN §11: members manage contacts only), and full
-  // access is the API's admin: only owners and admins can issue such keys. An endpoint's URL may
-  // carry a token and a delivery shows what the receiver answered, so reading needs it too.
+  // Full access even to read: a URL may carry a token and a delivery shows the receiver's answer
+  // (docs/api-decisions.md#webhook-endpoints-need-full-access-even-to-read).
   requireFullAccess(app, 'Webhook endpoints')
   /** The endpoint, or 404: another account's endpoint is no different from one that does not exist. */
   const endpointOf = async (accountId: string, id: string) => {
