@@ -8,11 +8,12 @@ import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, keyState, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { type AuditActor, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
+import { KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
 import { FormBody, formValues } from './forms.js'
+import { NoticeQuery, noticeOf } from './notices.js'
 import {
   apiSettingsPage,
   EXPIRY_CHOICES,
@@ -25,7 +26,7 @@ import {
   USAGE_DAYS,
 } from './pages/api-settings-page.js'
 import type { Render } from './render.js'
-import { accountContext } from './request-context.js'
+import { accountContext, auditActorOf } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
 import { canManageWebhooks, listAccountEndpoints } from './webhooks-settings.routes.js'
@@ -47,7 +48,6 @@ const DURATION_MS = {
 /** One of the list's own choices (a prototype name such as `toString` is not). */
 const isChoiceOf = <T extends object>(choices: T, value: string): value is Extract<keyof T, string> =>
   Object.hasOwn(choices, value)
-// A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['revoked', 'The key was revoked.'],
   ['key-shown', 'A new key is shown only once, right after it is created. If it was not copied, roll it.'],
@@ -58,7 +58,6 @@ const NOTICES = new Map([
 // text, a multipart body) is attached to the request (attachValidation), never answered with the
 // generic error page: the handlers read forms through formValues (anything but a string is '') and
 // check them. Forms also carry _csrf (checked in web.routes.ts); FormBody allows it.
-const SettingsQuery = Type.Object({ notice: Type.Optional(Type.String()) })
 const KeyParams = Type.Object({ keyId: Type.String() })
 const CreatedQuery = Type.Object({ rolled_from: Type.Optional(Type.String({ maxLength: 100 })) })
 const CREATE_KEY_FIELDS = ['name', 'scope', 'expires'] as const
@@ -156,8 +155,6 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     }
   }
 
-  const actorOf = (request: FastifyRequest): AuditActor => ({ userId: accountContext(request).user.id, ip: request.ip })
-
   /** The key is revoked or rolled already; a lost push only delays other instances by their cache TTL. */
   function warnIfNotPushed(request: FastifyRequest, keyId: string, pushed: boolean): void {
     if (!pushed) {
@@ -165,16 +162,12 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     }
   }
 
-  app.get(
-    '/settings/api',
-    { schema: { querystring: SettingsQuery }, attachValidation: true },
-    async (request, reply) => {
-      const now = deps.clock.now()
-      const notice = NOTICES.get(request.query.notice ?? '')
-      const data = await pageData(request, now)
-      return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
-    },
-  )
+  app.get('/settings/api', { schema: { querystring: NoticeQuery }, attachValidation: true }, async (request, reply) => {
+    const now = deps.clock.now()
+    const notice = noticeOf(NOTICES, request.query.notice)
+    const data = await pageData(request, now)
+    return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
+  })
 
   app.post(
     '/settings/api/keys',
@@ -199,7 +192,13 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       await checkKeyIssueBudget(request, now)
       const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
-      const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
+      const { apiKey, secret } = await issueKey(
+        deps,
+        account.id,
+        { name, scopes, expiresAt },
+        auditActorOf(request),
+        now,
+      )
       const page = createdPath(account.id, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)
       return reply.redirect(page, 303)
@@ -247,7 +246,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       await refuseMemberUnlessOwnReadOnly(request, key.apiKey)
       const now = deps.clock.now()
       // Never limited: revoking is what one does when a key leaks, and it makes no secret.
-      const { pushed } = await revokeKey(deps, key, actorOf(request), now)
+      const { pushed } = await revokeKey(deps, key, auditActorOf(request), now)
       warnIfNotPushed(request, key.apiKey.id, pushed)
       return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
     },
@@ -285,7 +284,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       }
       const now = deps.clock.now()
       await checkKeyIssueBudget(request, now)
-      const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
+      const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, auditActorOf(request), now)
       warnIfNotPushed(request, old.apiKey.id, pushed)
       const page = createdPath(account.id, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)

@@ -19,6 +19,7 @@ import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
 import { FormBody, formValues } from './forms.js'
+import { noticeOf } from './notices.js'
 import {
   badListRequestPage,
   CONTACT_FORM_FIELDS,
@@ -34,7 +35,6 @@ import { accountContext } from './request-context.js'
 
 export const CONTACTS_PAGE_SIZE = 50
 
-// A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['created', 'The contact was created.'],
   ['updated', 'The contact was saved.'],
@@ -181,7 +181,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       return search ? `${base(account.id)}?${search}` : base(account.id)
     }
     const last = page[page.length - 1]
-    const notice = typeof query.notice === 'string' ? NOTICES.get(query.notice) : undefined
+    const notice = noticeOf(NOTICES, query.notice)
     return render(request, reply, (c) =>
       contactsListPage(c, {
         accountId: account.id,
