@@ -1,7 +1,5 @@
-// Settings → "API & Webhooks" under /app/:accountId/settings/api: list, create, revoke, roll keys.
-// Keys change through api-keys/key-lifecycle.ts, as from the CLI, so they are the same keys the
-// API accepts; here each change is made by the signed-in person and counts against the account's
-// hourly budget of key changes.
+// Settings → "API & Webhooks": list, create, revoke and roll keys, through api-keys/key-lifecycle.ts
+// as the CLI does; each change is the signed-in person's, within their hourly budget of key changes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
@@ -54,10 +52,7 @@ const NOTICES = new Map([
   ['endpoint-deleted', 'The webhook endpoint was deleted.'],
 ])
 
-// The routes' inputs. Every input gets a page, so one that fails its schema (a JSON field that is not
-// text, a multipart body) is attached to the request (attachValidation), never answered with the
-// generic error page: the handlers read forms through formValues (anything but a string is '') and
-// check them. Forms also carry _csrf (checked in web.routes.ts); FormBody allows it.
+// Inputs that fail their schema are attached, not refused: the handler answers on its page (forms.ts).
 const KeyParams = Type.Object({ keyId: Type.String() })
 const CreatedQuery = Type.Object({ rolled_from: Type.Optional(Type.String({ maxLength: 100 })) })
 const CREATE_KEY_FIELDS = ['name', 'scope', 'expires'] as const
@@ -73,8 +68,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 }> = async (app, { deps, render, cookieOptions }) => {
   const { db } = deps.database
   const prefix = deps.config.keyPrefix
-  // A new key is shown once, on the page the POST redirects to (DESIGN §11): reloading that page
-  // shows nothing and issues nothing (secret-once.ts).
+  // A new key is shown once (docs/design.md#web-application).
   const secretOnce = createSecretOnce(deps.secret, cookieOptions)
   const createdPath = (accountId: string, keyId: string) => `/app/${accountId}/settings/api/keys/${keyId}/created`
 
@@ -85,9 +79,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   async function keyRows(accountId: string, now: Date): Promise<{ rows: KeyRow[]; days: string[] }> {
     const days = lastDays(now)
-    // Requests are counted in memory and written every 5 s (key-verifier.ts): without this, a key
-    // used a moment ago showed "Last used: never" and an empty chart. Only this process's counts;
-    // another instance's arrive within its 5 s (docs/web-app.md).
+    // Use is written in batches (key-verifier.ts): this process's pending counts first, so a key used
+    // a moment ago does not show "Last used: never" (docs/web-app.md).
     await deps.keyVerifier.flush().catch(() => {})
     const [keys, usage] = await Promise.all([
       listApiKeys(db, accountId, prefix),
@@ -134,9 +127,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   }
 
   /**
-   * Which keys this person may roll and revoke: all for owners and admins; for a member, only the
-   * read-only keys they issued themselves (users/roles.ts), never a full-access key nor a read-only
-   * key someone else's integration depends on. The page shows the buttons, and the guard refuses, by it.
+   * Which keys this person may roll and revoke: all for owners and admins; for a member only the
+   * read-only keys they issued (another's integration may depend on the rest). Page and guard agree.
    */
   async function keyManagement(
     request: FastifyRequest,
@@ -293,11 +285,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   )
 }
 
-/**
- * DESIGN §11: a member works on contacts and may hold read-only keys at most. A full-access key
- * (issued, rolled or revoked) is for owners and admins: with one, a member could manage webhooks
- * and send every contact change to a URL of theirs through the API.
- */
+/** A full-access key is for owners and admins only (docs/design.md#web-application). */
 function refuseMemberFullAccess(request: FastifyRequest): void {
   if (!can(accountContext(request).role, 'full_keys')) {
     throw new AppError('insufficient_scope', 'Members can create and manage read-only keys only.')

@@ -1,7 +1,5 @@
-// Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete; CSV in
-// contacts-csv.routes.ts).
-// Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written with the
-// API's store functions, so the pages and the API cannot disagree.
+// Contacts pages: list, search, create, edit, delete (CSV: contacts-csv.routes.ts). Inputs go through
+// the API's schemas, rules and store functions, so the pages and the API cannot disagree.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
@@ -42,10 +40,8 @@ const NOTICES = new Map([
 ])
 
 /**
- * A query parameter as the parser gives it: text, or a list when the link repeats it. The route
- * schemas accept any such value, and the handler checks it, so a bad link gets a page that says what
- * is wrong rather than the generic error: Fastify validates before the account's membership (404)
- * is checked, too.
+ * A query parameter as parsed: text, or a list when repeated. Checked by the handler, after the
+ * membership check, so a bad link gets a page that says what is wrong.
  */
 const QueryValue = Type.Union([Type.String(), Type.Array(Type.String())])
 const ContactsListQuery = Type.Object({
@@ -207,8 +203,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
 
   /**
    * Validates and saves, true; on a problem renders the form with what to fix, false. Not the reply:
-   * it is a thenable, which `await` would read as undefined, and the handler would redirect after
-   * the page was sent.
+   * a reply is a thenable, which `await` would read as undefined.
    */
   async function saveContact(
     request: FastifyRequest,

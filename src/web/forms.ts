@@ -8,11 +8,9 @@ import { Type } from '@sinclair/typebox'
 export const UrlencodedValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]))
 
 /**
- * The body schema of a form: the named fields, and any other (`_csrf`). Every urlencoded form
- * passes it; a body that does not (a JSON field that is not text, a multipart body, which is not
- * parsed into fields) must not be refused either, so every form route declares it with
- * `attachValidation: true` and reads its fields through formValues: the handler's own checks then
- * answer with the form page and its messages, as for any other bad input.
+ * The body schema of a form: the named fields, and any other (`_csrf`). A form route declares it with
+ * `attachValidation: true` and reads fields through formValues, so a body that fails it (a JSON field
+ * that is not text, a multipart body) is answered on the form page like any other bad input.
  */
 export function FormBody<K extends string>(names: readonly K[]) {
   const fields = Object.fromEntries(names.map((name) => [name, UrlencodedValue]))
@@ -35,7 +33,7 @@ export function formValues<Body, K extends FieldName<Body>>(
   return Object.fromEntries(
     names.map((name) => {
       const value = formField(request.body, name)
-      // U+0000 cannot be stored (DESIGN §4); a form cannot usefully send it, so it is dropped.
+      // U+0000 cannot be stored (docs/design.md#identifiers-and-storage): a form's is dropped.
       return [name, typeof value === 'string' ? value.replaceAll('\u0000', '') : '']
     }),
   ) as Record<K, string>

@@ -1,7 +1,5 @@
-// Settings and Settings → Members. Everyone in an account sees the Settings page; only owners see
-// and change its members: invitations (a single-use link the owner passes on, DESIGN §11), roles,
-// removal. The form answers alike whether or not the email has signed up: an invitation works for
-// either.
+// Settings, and Settings → Members: only owners see and change members (invitations, roles,
+// removal). The invite form answers alike whether or not the email has signed up (docs/web-app.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'

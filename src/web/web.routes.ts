@@ -58,9 +58,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
     render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
 
-  // The second line, before the body is even read: a state-changing request that the browser says
-  // comes from another site, or from another origin (a sibling subdomain, another port), is refused
-  // whatever it carries (same-origin.ts). Before the session is loaded: a forged request costs no query.
+  // CSRF's second line (same-origin.ts), before the body is read or the session loaded: a forged
+  // request costs no query.
   const appOrigin = originOf(deps.config.appUrl)
   app.addHook('onRequest', async (request, reply) => {
     if (SAFE_METHODS.has(request.method)) {
@@ -82,11 +81,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
 
   loadSessionUser(app, db, deps.clock)
 
-  // Every post must carry the form's token, checked before any handler. A multipart post is
-  // accepted only by a route that takes a file (route config `acceptsFile`: the CSV import, which
-  // checks the token in its handler, first thing, since it streams the body); on any other route it
-  // is refused here, so a forged multipart post to sign-out or a delete does nothing. Before
-  // validation, so a forged post learns nothing from how its fields are checked.
+  // Every post carries the form's token, checked before validation. A multipart post is refused but
+  // on a route that takes a file (`acceptsFile`: the CSV import checks the token first thing itself).
   app.addHook('preValidation', async (request, reply) => {
     if (request.method !== 'POST') {
       return

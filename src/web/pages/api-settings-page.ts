@@ -24,11 +24,7 @@ export interface KeyRow {
   usage: number[]
 }
 
-/**
- * last_used_at is written at most once a minute per key (DESIGN §5), so a recent one says "within
- * the last minute" rather than a time that looks exact; the page flushes this process's pending
- * usage before reading it (api-settings.routes.ts).
- */
+/** last_used_at is written at most once a minute per key: a recent one reads "within the last minute". */
 function lastUsed(iso: string | null, now: Date): Html {
   if (iso === null) {
     return html`<span class="hint">Never</span>`

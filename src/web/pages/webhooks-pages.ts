@@ -1,14 +1,12 @@
-// Settings → "API & Webhooks", the webhooks half: the endpoints table (on the settings page), add an
-// endpoint, its secret shown once, the endpoint page with its actions and recent deliveries, the
-// delete and roll-now confirmations, and one delivery's detail. Receivers' answers are untrusted
-// text: they go through html`` like every other value, never raw().
+// The webhooks half of Settings → "API & Webhooks": endpoints, their secret, confirmations and one
+// delivery's detail. Receivers' answers are untrusted text: html`` escapes them, never raw().
 import { EVENT_TYPES } from '../../events/events.js'
 import type { WebhookDelivery } from '../../webhooks/deliveries.js'
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html } from '../html.js'
 import { confirmPage, csrfInput, field, layout, type PageContext, rollNowFields } from './layout.js'
 
-/** When a rolled secret stops signing (DESIGN §11: now / 1 h / 24 h / 7 d, as for keys). */
+/** When a rolled secret stops signing, as for keys. */
 export const SECRET_OVERLAP_CHOICES = {
   now: 'Now',
   '1h': 'In 1 hour',
