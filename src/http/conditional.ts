@@ -1,17 +1,15 @@
-// Conditional requests (RFC 9110 §13): entity tags, the If-Match and If-None-Match request headers
-// and their evaluation in the RFC's order, the 304 and the 412. What a tag is derived from is the
-// resource's business (contacts.routes.ts, contacts.list-version.ts); this module only compares.
-// docs/conditional-requests.md has the decisions.
+// Conditional requests (RFC 9110 §13): entity tags, If-Match and If-None-Match evaluated in the RFC's
+// order, the 304 and the 412. What a tag is made of is each resource's business; this module only
+// compares (docs/conditional-requests.md).
 import crypto from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, invalidParameter } from './errors.js'
 
 /**
- * Longer than any list of tags a client has a use for (80 of ours), short of the 16 KiB header
- * limit. Enforced by parseCondition: with our own validator compiler (http/validation.ts), Fastify
- * does not lowercase a header schema's names, so Ajv never meets these headers; the schemas below
- * document them (in their usual spelling) for the OpenAPI document and the SDK.
+ * Longer than any list of tags a client has a use for, short of the header limit. Enforced by
+ * parseCondition: Ajv never meets these headers (our validator compiler does not lowercase a header
+ * schema's names), so the schemas below only document them.
  */
 const CONDITION_MAX = 2048
 
@@ -117,12 +115,9 @@ const strongMatch = (tag: EntityTag, current: string) => !tag.weak && tag.opaque
 const weakMatch = (tag: EntityTag, current: string) => tag.opaque === current
 
 /**
- * RFC 9110 §13.2.2, for a resource that exists: If-Match first (strong comparison; false → 412),
- * then If-None-Match (weak comparison; false → 304 on GET and HEAD, else 412). `current` is the
- * resource's strong ETag, or undefined when it exists but has no tag to give right now (a list page
- * on PostgreSQL while an earlier transaction is open: contacts.list-version.ts), which no listed tag
- * matches. The resource must exist: for a missing one the answer is 404 whatever the headers
- * (§13.2.1: a request that fails without its conditions fails the same with them).
+ * RFC 9110 §13.2.2, for a resource that exists (a missing one is 404 whatever the headers): If-Match
+ * first (strong; false → 412), then If-None-Match (weak; false → 304 on GET and HEAD, else 412).
+ * `current` is undefined when the resource has no tag to give right now; no listed tag matches it.
  */
 export function evaluatePreconditions(
   { ifMatch, ifNoneMatch }: Preconditions,
@@ -151,10 +146,7 @@ export const preconditionFailed = (): AppError =>
     'The resource has changed since the version your If-Match or If-None-Match names; nothing was done. GET it again for its current ETag, then retry the change.',
   )
 
-/**
- * A strong entity tag for these exact bytes: 128 bits of SHA-256, base64url, quoted (24
- * characters). A contact is about 400 bytes: hashing it costs about a microsecond.
- */
+/** A strong entity tag for these exact bytes: 128 bits of SHA-256, base64url, quoted. */
 export function bytesTag(bytes: string | Buffer): string {
   return `"${crypto.hash('sha256', bytes, 'base64url').slice(0, 22)}"`
 }
@@ -190,11 +182,9 @@ export function answerConditionally(
 }
 
 /**
- * For the writes that evaluate no conditions (every POST, the webhook endpoints' PATCH and
- * DELETE): If-Match or If-None-Match there is 400, not ignored, so a client that counts on
- * lost-update protection learns it has none instead of overwriting. Reads ignore conditions they do
- * not evaluate (a 200 is always a correct answer to a GET). Runs after authentication and
- * validation, so a bad key or body is answered as without the header.
+ * On a write that evaluates no conditions, If-Match or If-None-Match is 400, not ignored: a client
+ * that counts on lost-update protection learns it has none. Reads ignore them (a 200 is always a
+ * correct answer to a GET). Runs after authentication and validation.
  */
 export function refuseUnevaluatedConditions(scope: FastifyInstance): void {
   scope.addHook('preHandler', (request, _reply, done) => {

@@ -59,9 +59,8 @@ export class AppError extends Error {
 export const invalidParameter = (field: string, message: string): AppError =>
   new AppError('invalid_parameter', `${field} ${message}`, { errors: [{ field, message }] })
 
-// A problem echoes what the client sent (an unknown field's name, the URL): detail and each field
-// error are clipped, so a 1 MiB body key does not come back as a 1 MiB problem and the
-// document's maxLength holds. Ajv stops at the first error, the contact rules report a few.
+// A problem echoes what the client sent (a field's name, the URL): clipped, so a huge field name does
+// not come back whole and the document's maxLength holds.
 const PROBLEM_DETAIL_MAX = 1024
 const FIELD_ERROR_TEXT_MAX = 256
 const FIELD_ERRORS_MAX = 20
@@ -152,7 +151,7 @@ function fromValidation(error: FastifyError): AppError {
   const errors = fieldErrorsOf(error)
   const first = errors[0] ?? { field: 'request', message: 'is invalid' }
   if (error.validationContext === 'querystring' && first.field === 'after') {
-    // Too long to be a cursor: a bad cursor like any other (DESIGN §8).
+    // Too long to be a cursor: a bad cursor like any other.
     return new AppError('invalid_cursor', 'after is not a cursor this query issued; pass next_cursor back unchanged.', {
       errors: [{ field: 'after', message: 'is not a valid cursor for this query' }],
     })
@@ -215,10 +214,8 @@ export function toAppError(error: FastifyError | Error): AppError | undefined {
 }
 
 /**
- * What a connection gets when Node's HTTP parser refuses its request before Fastify sees it (a
- * malformed request, headers over 16 KiB, a request slower than REQUEST_TIMEOUT_MS): a problem like
- * any other, with its own request id, instead of Fastify's `{"error": …}`. The connection closes:
- * after a parse error its bytes cannot be trusted to frame another request.
+ * A problem, not Fastify's `{"error": …}`, for a request Node's HTTP parser refused (malformed, headers
+ * too large, too slow). The connection closes: its bytes cannot be trusted to frame another request.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {

@@ -1,7 +1,5 @@
-// Named components of the OpenAPI document. A TypeBox schema with an `$id` (Contact, ContactInput,
-// Event, Problem, …) is one component, named by its $id; every place a route uses it becomes a
-// `$ref`, so a generated client has `components["schemas"]["Contact"]`, not a type dug out of an
-// operation. The route schemas themselves are untouched: validation and serialization use them.
+// Named components of the OpenAPI document: a schema with an `$id` becomes one component and a `$ref`
+// wherever used (docs/design.md#openapi-document). Route schemas themselves are left untouched.
 
 const SCHEMAS = '#/components/schemas/'
 
@@ -116,12 +114,9 @@ const IDEMPOTENCY_KEY = {
 const REPLAYABLE = /^(2\d\d|400|403|404|409)$/
 
 /**
- * Adds to the generated operations what no route schema states, from the server's global
- * behaviour: the headers every response carries (Request-Id), the one a 201 carries (Location), and
- * Idempotency-Key on the POSTs that honour it (every /api/v1 POST, installIdempotency), and a body
- * that may be left out (BODY_OPTIONAL) as not required; turns the
- * response headers that route schemas name (HEADER_COMPONENT) into references to components.headers;
- * and gives a success response whose body is a named schema with an example that example.
+ * Adds to the operations what no route schema states: Request-Id on every response, Location on a
+ * 201, Idempotency-Key on /api/v1 POSTs, optional bodies (BODY_OPTIONAL); makes named response headers
+ * (HEADER_COMPONENT) references; gives a success response its named schema's example.
  */
 export function completeOperations(
   paths: Paths,

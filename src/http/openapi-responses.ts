@@ -7,10 +7,7 @@ import { type ErrorCode, type FieldError, PROBLEM_SCHEMA_ID, statusOf, titleOf }
 import { CURSOR_MAX, PAGE_SIZE_MAX } from './pagination.js'
 import { Nullable } from './schemas.js'
 
-/**
- * The list envelope (DESIGN §8): the page under the resource's plural name, and next_cursor; `$id`
- * names its component (ContactList).
- */
+/** The list envelope (docs/design.md#pagination); `$id` names its component (ContactList). */
 export const ListEnvelope = <T extends TSchema>($id: string, name: string, item: T) => {
   const [example] = (item as { examples?: unknown[] }).examples ?? []
   return Type.Object(

@@ -8,7 +8,7 @@ import { AppError } from './errors.js'
 
 const PAGE_SIZE_DEFAULT = 50
 export const PAGE_SIZE_MAX = 100
-/** Every cursor issued is far shorter (about 150 characters: ids, a digest and a signature). */
+/** Every cursor issued is far shorter: ids, a digest and a signature. */
 export const CURSOR_MAX = 1024
 
 // 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
@@ -51,8 +51,7 @@ interface CursorPayload {
 
 /**
  * The query's filters as a cursor carries them: 128 bits of SHA-256 of their canonical form, so a
- * cursor stays short (about 150 characters) however long the filters are, and a cursor from
- * another query still never matches.
+ * cursor stays short however long the filters are, and one from another query never matches.
  */
 const filtersDigest = (filters: CursorScope['filters']): string => {
   const canonical = JSON.stringify(
@@ -61,7 +60,7 @@ const filtersDigest = (filters: CursorScope['filters']): string => {
       .filter((key) => filters[key] !== undefined)
       .map((key) => [key, filters[key]]),
   )
-  // crypto.hash: one native call, no Hash object (about 1 µs less a list request, microbenchmark).
+  // crypto.hash: one native call, no Hash object to build (docs/performance.md).
   return crypto.hash('sha256', canonical, 'buffer').subarray(0, 16).toString('base64url')
 }
 
@@ -149,11 +148,9 @@ export interface ScannedRows {
 }
 
 /**
- * Builds the list envelope from rows fetched with limit + 1: the extra row only says that
- * a next page exists, so next_cursor is null exactly at the end. A scan cut short (`scannedTo`)
- * gives a page that may be short, even empty, with a cursor that continues the scan. The stored bodies are written
- * straight into one Buffer: no joined string to allocate, and nothing left for the socket to
- * encode (a string body is measured, then encoded, on its way out).
+ * Builds the list envelope from rows fetched with limit + 1 (the extra row only says that a next page
+ * exists); a scan cut short (`scannedTo`) gives a page that may be short, with a cursor that goes on.
+ * The stored bodies go straight into one Buffer: no joined string, nothing left for the socket to encode.
  */
 function pageBody(
   name: string,

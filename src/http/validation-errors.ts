@@ -23,10 +23,8 @@ type Finding = { field: string } & (
 const UNIONS = new Set(['anyOf', 'oneOf'])
 
 /**
- * Whether an error only echoes a union's other branches. A value that fails Nullable(X) fails X and
- * "must be null", then "must match a schema in anyOf": the union's own error says nothing, and a
- * branch's wrong type says nothing when another branch took the value and failed inside it (deeper)
- * or on a rule of its own (same place).
+ * Whether an error only echoes a union's other branches: a value that fails Nullable(X) also fails
+ * "must be null" and "anyOf", which say nothing when a branch failed on a rule of its own.
  */
 function isUnionNoise(issue: Issue, issues: readonly Issue[]): boolean {
   if (UNIONS.has(issue.keyword)) {
