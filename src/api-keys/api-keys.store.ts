@@ -1,6 +1,5 @@
-// API key storage: insert, find for verification, list, revoke, expire, record use. Tenant-scoped
-// except the lookups by digest (how a request finds its tenant) and by id (the CLI). A change
-// with its audit entry and revocation push is key-lifecycle.ts.
+// API key storage, tenant-scoped but for the lookups by digest (how a request finds its tenant) and
+// by id (the CLI). Changes with their audit entry and revocation push: key-lifecycle.ts.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { newId } from '../lib/ids.js'

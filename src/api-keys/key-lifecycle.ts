@@ -1,6 +1,6 @@
-// The lifecycle of an API key: issue, revoke, roll. The command line and the web application both
-// change keys here. Each change commits with its audit entry; then a revoked or rolled-out key is
-// pushed to every instance, so their verification caches forget it at once (DESIGN §5).
+// Issuing, revoking and rolling API keys, for the command line and the web app alike: each change
+// commits with its audit entry, then a key taken out is pushed to every instance's cache
+// (docs/design.md#authentication).
 import type { Kysely } from 'kysely'
 import { type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'

@@ -1,6 +1,5 @@
-// Verifies bearer keys on the request path: format check, then a short-lived in-memory cache in
-// front of the digest lookup, and last-use times and daily request counts written in batches
-// off the request path.
+// Verifies bearer keys: a short-lived in-memory cache in front of the digest lookup; last-use times
+// and daily request counts written in batches off the request path.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
@@ -8,14 +7,13 @@ import { hashApiKey } from './api-key.js'
 import { findKeyByHash, type KeyWithAccount, keyState, recordKeysLastUsed, recordKeyUsage } from './api-keys.store.js'
 
 /**
- * How long a verification is trusted. With a push channel that reaches every instance (Redis,
- * PostgreSQL NOTIFY) revocations arrive at once and the TTL only bounds a lost message: 5 s
- * (DESIGN §5). Without one (SQLite, where the CLI is another process), 1 s keeps the 1 s promise.
+ * How long a verification is trusted: with a push channel the TTL only bounds a lost push; without,
+ * it is the revocation delay itself (docs/design.md#authentication).
  */
 export const CACHE_TTL_PUSHED_MS = 5000
 export const CACHE_TTL_UNPUSHED_MS = 1000
 const CACHE_MAX_ENTRIES = 10_000
-/** last_used_at is written at most once a minute per key (DESIGN §5). */
+/** last_used_at is written at most once a minute per key (docs/design.md#authentication). */
 const LAST_USED_RESOLUTION_MS = 60_000
 const FLUSH_MS = 5_000
 const DAY_MS = 86_400_000
@@ -47,9 +45,8 @@ export interface KeyVerifier {
   /** The key's account and key record when the key is active; undefined otherwise. */
   verify(key: string): Promise<KeyWithAccount | undefined>
   /**
-   * verify() without a promise when the key's verification is cached (every request of a busy
-   * key): the same answer, the same accounting; NOT_CACHED when it must be looked up. Takes the
-   * key's digest (hashApiKey), which a caller may have kept from an earlier request.
+   * verify() without a promise when the key's verification is cached (every request of a busy key);
+   * NOT_CACHED when it must be looked up. Takes the key's digest, which a caller may have kept.
    */
   verifyCached(keyHash: string): KeyWithAccount | undefined | typeof NOT_CACHED
   /** Forget a key at once (after a revocation through this process). */

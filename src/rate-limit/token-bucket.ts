@@ -19,9 +19,8 @@ export interface TakeResult {
 }
 
 /**
- * How a request spends tokens: `take` spends `cost` only when the bucket holds that many (else
- * refused, nothing spent); `charge` always spends, after the fact, for work already done (the bucket
- * may go into debt, down to minus its burst, which later requests wait out).
+ * `take` spends `cost` only when the bucket holds that many (else nothing); `charge` always spends,
+ * for work already done, and may leave the bucket in debt down to minus its burst.
  */
 export type Spend = 'take' | 'charge'
 
