@@ -159,10 +159,8 @@ export function createDeps(
 }
 
 /**
- * ioredis is loaded only when REDIS_URL is set (most single instances have no Redis): 2.2 MiB of
- * V8 heap that a process without Redis never uses (with the lazy delivery worker of server.ts,
- * 3 MiB less RSS for `serve --api-only`: docs/performance.md, "RSS"; test/api-only.test.ts checks
- * it is not loaded). ioredis is CommonJS, so a synchronous require keeps createDeps synchronous.
+ * ioredis is loaded only when REDIS_URL is set: most single instances have no Redis
+ * (docs/design.md#operations). It is CommonJS, so a synchronous require keeps createDeps synchronous.
  */
 function loadRedis(): typeof Redis {
   return (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis
@@ -174,9 +172,8 @@ function listenUrl(database: Extract<Config['database'], { kind: 'postgres' }>):
 }
 
 /**
- * Behind a transaction pooler with neither DATABASE_DIRECT_URL nor REDIS_URL, no revocation push
- * reaches this instance; it still refuses a revoked key within 1 s (DESIGN §5), because a key is
- * then cached for 1 s instead of 5 s: one more key lookup per key per second. Said once at start.
+ * Behind a transaction pooler with neither DATABASE_DIRECT_URL nor REDIS_URL no revocation push
+ * reaches this instance, so keys are cached briefly instead (docs/design.md#authentication). Said at start.
  */
 export function revocationPushWarning(config: Config): string | undefined {
   const { database } = config

@@ -1,6 +1,6 @@
-// Invitations to join an account (DESIGN §11): a single-use link valid 7 days, whose token is stored
-// only as a digest, accepted only by a signed-in person whose email is the invited one. The tenant
-// is an argument of every function but the link's lookup, which finds the account by the digest.
+// Invitations to join an account (docs/web-app.md): a single-use link whose token is stored only as a
+// digest, accepted only by a signed-in person with the invited email. The tenant is an argument of
+// every function but the link's lookup.
 import { randomBytes } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
@@ -114,9 +114,8 @@ export async function revokeInvitationsOf(db: Db, accountId: string, email: stri
 }
 
 /**
- * Seconds before one more invitation may be sent from this account and this client address (each
- * at most INVITATIONS_PER_HOUR in any hour); 0 when it may now. The invitations are the count, so
- * every instance sees the same one; revoked ones still count.
+ * Seconds before one more invitation may be sent from this account and this client address; 0 when
+ * it may now. The invitations, revoked ones included, are the count, the same on every instance.
  */
 export async function invitationRetryAfter(db: Db, accountId: string, clientKey: string, now: Date): Promise<number> {
   const window = { max: INVITATIONS_PER_HOUR, windowMs: HOUR_MS }

@@ -87,11 +87,9 @@ export function createMetrics(database: DatabaseHandle): Metrics {
 }
 
 /**
- * Records every response and serves GET /metrics (route patterns only: no ids, no accounts). The
- * metrics are not public (they tell request rates and errors of every route): with METRICS_TOKEN
- * a scrape brings it as a bearer token; without, only a direct client on this machine (a loopback
- * address, no forwarding header: a reverse proxy on the same host adds one) is answered. Any
- * other request gets the 404 of a route that does not exist.
+ * Records every response and serves GET /metrics (route patterns only: no ids, no accounts). Not
+ * public: a scrape brings METRICS_TOKEN, or without one comes directly from this machine (loopback,
+ * no forwarding header). Anything else gets the 404 of a route that does not exist.
  */
 export function installMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
   // Not async: this runs on every response, and a promise per call costs more than the counting.
