@@ -36,14 +36,13 @@ export interface Deps {
   readonly database: DatabaseHandle
   readonly clock: Clock
   readonly keyVerifier: KeyVerifier
-  /** Revoke or roll a key: publish here so every instance forgets it at once. */
   readonly keyRevocations: KeyRevocations
   readonly rateLimiter: RateLimiter
   readonly metrics: Metrics
   readonly redis: Redis | undefined
   /** Signs cursors and CSRF tokens: config.secret, or the one kept in the SQLite data dir. */
   readonly secret: string
-  /** Runs CSV import jobs off the request path (src/imports/); `serve` starts its polling. */
+  /** Runs CSV import jobs off the request path; `serve` starts its polling. */
   readonly imports: ImportRunner
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
@@ -192,10 +191,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.database.close()
 }
 
-/**
- * SQLite needs no setup: the secret is generated on first start and kept beside the database
- * (mode 0600), so cursors stay valid across restarts and the CLI signs alike.
- */
+/** On SQLite the secret is generated at first start and kept beside the database (mode 0600). */
 function localSecret(config: Config): string {
   if (config.database.kind !== 'sqlite' || config.database.path === ':memory:') {
     return randomBytes(32).toString('hex')
@@ -208,8 +204,7 @@ function localSecret(config: Config): string {
       throw error
     }
   }
-  // The secret signs cursors, sessions and CSRF tokens: one that another user could read, write or
-  // have put there (the database in /tmp puts it at /tmp/secret) is refused, not used.
+  // A secret that another user could read, write or have put there (as in /tmp) is refused, not used.
   const stat = statSync(file)
   const uid = process.getuid?.()
   if (uid !== undefined && (stat.uid !== uid || (stat.mode & 0o077) !== 0)) {

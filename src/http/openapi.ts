@@ -37,7 +37,6 @@ export async function registerOpenApi(
   config: Config,
   options: { ui: boolean } = { ui: true },
 ): Promise<void> {
-  // The named schemas the operations use, collected while the document is built (it is built once).
   const components: SchemaComponents = new Map()
   const server = {
     url: config.apiUrl,
@@ -78,11 +77,9 @@ export async function registerOpenApi(
         },
       },
     },
-    // Shared schemas are components named by their $id (`Problem`), not `def-0`.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
-    // Only the public API and operations routes belong in the document.
     hideUntagged: false,
     transform: ({ schema: routeSchema, url }) => {
       const isApi = url.startsWith('/api/v1/') && url !== '/api/v1/openapi.json'
@@ -91,7 +88,6 @@ export async function registerOpenApi(
         // The web application's pages are not part of the API.
         return { schema: { ...routeSchema, hide: true }, url }
       }
-      // Named schemas ($id) become components; the route's own schema is left as it is.
       const schema = {
         ...routeSchema,
         ...(routeSchema.body ? { body: componentize(routeSchema.body, components) } : {}),

@@ -14,7 +14,7 @@ export const CURSOR_MAX = 1024
 // 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
 const CURSOR_VERSION = 2
 
-// Optional with a default: a client may leave it out (Ajv fills in the default; so does sendPage).
+// Optional: Ajv and sendPage fill in the default.
 export const PageQuery = {
   limit: Type.Optional(
     Type.Integer({
@@ -26,7 +26,6 @@ export const PageQuery = {
   ),
   after: Type.Optional(
     Type.String({
-      // Longer than any cursor issued; a longer or empty one is 400 invalid_cursor like any other bad cursor.
       maxLength: CURSOR_MAX,
       description: 'The next_cursor of the previous page, passed back unchanged.',
     }),
@@ -34,10 +33,9 @@ export const PageQuery = {
 }
 
 export interface CursorScope {
-  /** Which list ("contacts", "events"): a cursor never crosses lists. */
+  /** A cursor never crosses lists, accounts or queries. */
   list: string
   accountId: string
-  /** The query's filters and order; a cursor is valid only for the same ones. */
   filters: Record<string, string | undefined>
 }
 
@@ -75,7 +73,7 @@ const invalidCursor = (): AppError =>
     { errors: [{ field: 'after', message: 'is not a valid cursor for this query' }] },
   )
 
-/** base64url payload, a dot, base64url signature: the only shape encode() produces. */
+/** The only shape encode() produces. */
 const CURSOR_SHAPE = /^[\w-]+\.[\w-]+$/
 
 /** Encodes and decodes the cursors of one scope; its canonical filters are computed once. */
@@ -137,13 +135,9 @@ export interface PageRow {
   position?: string
 }
 
-/**
- * Rows of a page whose scan may stop early: a list whose filter bounds the rows a page examines
- * returns the rows found and, when it stopped before finding limit + 1, the position it reached.
- */
+/** Rows of a page whose scan may stop early (docs/design.md#pagination), and where it stopped. */
 export interface ScannedRows {
   rows: PageRow[]
-  /** Where a scan cut short stopped (the next page continues after it); undefined when it reached the end. */
   scannedTo: string | undefined
 }
 
@@ -186,11 +180,7 @@ function pageBody(
 
 type FetchRows = (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[] | ScannedRows>
 
-/**
- * A list page's bytes: decode `after` for this scope, fetch limit + 1 rows from the position, and
- * build the envelope with the next cursor. `afterId` is the previous page's last row's id, or its
- * `position` on a list whose rows carry one.
- */
+/** A list page's bytes: decode `after`, fetch limit + 1 rows from there, build the envelope. */
 export async function buildPage(
   secret: string,
   scope: CursorScope,
@@ -205,11 +195,9 @@ export async function buildPage(
   return pageBody(scope.list, scanned, limit, cursors.encode)
 }
 
-/** Sends a page buildPage made. */
 export const sendPageBody = (reply: FastifyReply, body: Buffer): FastifyReply =>
   reply.code(200).type('application/json; charset=utf-8').send(body)
 
-/** The whole of a list endpoint after authentication: buildPage, then send it. */
 export async function sendPage(
   reply: FastifyReply,
   secret: string,

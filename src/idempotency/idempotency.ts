@@ -16,7 +16,6 @@ const ABANDONED_MS = 60_000
 const SEALED_PREFIX = 'v1.'
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
 
-/** The answer kept for a key: what a replay sends. */
 export interface IdempotentAnswer {
   status: number
   body: string
@@ -52,10 +51,7 @@ export function answerWithWrite(
   }
 }
 
-/**
- * For a request whose answer carries a secret (a new webhook signing secret): the answer kept for
- * its replay is stored encrypted, so no database dump holds the secret in clear.
- */
+/** For an answer that carries a secret: it is kept encrypted, so no database dump holds it in clear. */
 export function sealAnswer(request: FastifyRequest): void {
   const ownedKey = owned.get(request)
   if (ownedKey) {
@@ -63,7 +59,6 @@ export function sealAnswer(request: FastifyRequest): void {
   }
 }
 
-/** Sends a write's answer (already serialized JSON), first time or replayed. */
 export function sendAnswer(reply: FastifyReply, { status, body, location }: IdempotentAnswer): FastifyReply {
   if (location) {
     reply.header('location', location)
@@ -88,7 +83,6 @@ async function storeAnswer(
 export interface IdempotencyOptions {
   /** Encrypts the answers sealAnswer marks (deriveKey from SECRET). */
   answerKey: Buffer
-  /** Answers kept per account; the oldest beyond it are evicted. */
   keysPerAccount: number
 }
 
@@ -257,7 +251,6 @@ function trimmer(db: Kysely<Database>, keep: number): (accountId: string) => Pro
   }
 }
 
-/** Deletes keys past their 24 hours; returns how many. */
 export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, now: Date): Promise<number> {
   const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now.toISOString()).executeTakeFirst()
   return Number(result.numDeletedRows)

@@ -73,7 +73,6 @@ export async function createInvitation(
   return { invitation, token }
 }
 
-/** An update of the account's invitations that can still be accepted. */
 const pending = (db: Db, accountId: string, now: Date) =>
   db
     .updateTable('invitations')
@@ -82,7 +81,6 @@ const pending = (db: Db, accountId: string, now: Date) =>
     .where('revoked_at', 'is', null)
     .where('expires_at', '>', now.toISOString())
 
-/** The account's invitations that can still be accepted, newest first. */
 export async function listPendingInvitations(db: Db, accountId: string, now: Date): Promise<Invitation[]> {
   return db
     .selectFrom('invitations')
@@ -175,10 +173,7 @@ export type AcceptResult =
   /** Already a member: the invitation is used up, the role they have is kept. */
   | { ok: false; code: 'already_member'; accountId: string }
 
-/**
- * Accepts the invitation for the signed-in person: marks it used and adds the membership, together.
- * A second acceptance of the same link (a double click, two tabs) finds it used and adds nothing.
- */
+/** Marks the invitation used and adds the membership, together: a second acceptance adds nothing. */
 export async function acceptInvitation(
   db: Kysely<Database>,
   token: string,

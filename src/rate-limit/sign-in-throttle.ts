@@ -11,11 +11,9 @@ import { windowStart } from './sliding-window.js'
 export const SIGN_IN_WINDOW_MS = 24 * 3600 * 1000
 
 export interface GrowingDelay {
-  /** Failures allowed with no wait (typos). */
   free: number
   /** The wait after the first failure past the free ones; it doubles with each further failure. */
   firstDelayS: number
-  /** The longest wait. */
   maxDelayS: number
 }
 
@@ -25,7 +23,6 @@ export const SIGN_IN_POLICIES = {
   address: { free: 20, firstDelayS: 2, maxDelayS: 900 },
 } as const satisfies Record<string, GrowingDelay>
 
-/** Seconds to wait after the last of `failures` failures before the next attempt. */
 export function delayAfter(failures: number, policy: GrowingDelay): number {
   if (failures < policy.free) {
     return 0
@@ -59,7 +56,6 @@ export function createSignInThrottle(
 ): SignInThrottle {
   const digest = (key: string) => hmacSha256(secret, `sign-in:${key}`).toString('hex')
 
-  /** The failures of a key in the window: how many, and when the last was. */
   async function failuresOf(key: string, now: Date): Promise<{ count: number; last: string | null }> {
     const row = await db
       .selectFrom('sign_in_failures')
@@ -70,7 +66,6 @@ export function createSignInThrottle(
     return { count: Number(row?.count ?? 0), last: row?.last ?? null }
   }
 
-  /** Seconds before the key may try again: what is left of the delay its failures earned. */
   async function waitFor(key: string, policy: GrowingDelay, now: Date): Promise<number> {
     const { count, last } = await failuresOf(key, now)
     if (last === null) {
@@ -145,7 +140,6 @@ export function createSignInThrottle(
   }
 }
 
-/** Deletes failures older than the window of every key (keys never tried again); returns how many. */
 export async function purgeSignInFailures(db: Kysely<Database>, now: Date, windowMs: number): Promise<number> {
   const result = await db
     .deleteFrom('sign_in_failures')

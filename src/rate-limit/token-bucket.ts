@@ -2,7 +2,6 @@
 import type { Redis } from 'ioredis'
 
 export interface BucketPolicy {
-  /** Tokens added per second. */
   rate: number
   /** Bucket size: the burst allowed after a quiet period. */
   burst: number
@@ -10,11 +9,9 @@ export interface BucketPolicy {
 
 export interface TakeResult {
   allowed: boolean
-  /** Whole tokens left after this request. */
   remaining: number
   /** Seconds until a token is available (0 when allowed). */
   retryAfter: number
-  /** Seconds until the bucket is full again. */
   reset: number
 }
 
@@ -56,7 +53,7 @@ export function memoryBuckets(now: () => number = Date.now): TokenBuckets {
       const bucket = buckets.get(key) ?? { tokens: policy.burst, at: t }
       const tokens = Math.min(policy.burst, bucket.tokens + ((t - bucket.at) / 1000) * policy.rate)
       const { left, allowed } = spendTokens(tokens, cost, spend, policy.burst)
-      // Re-inserted at the end: the Map stays ordered by last use, so the oldest can be dropped.
+      // Re-inserted: the Map stays ordered by last use, so the oldest can be dropped.
       buckets.delete(key)
       buckets.set(key, { tokens: left, at: t })
       if (buckets.size > 100_000) {

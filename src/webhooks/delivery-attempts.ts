@@ -11,7 +11,6 @@ import type { DeliveryResult } from './webhook-post.js'
 export const FAILING_DISABLE_MS = 5 * 86_400_000
 
 export interface RetryPolicy {
-  /** WEBHOOK_RETRY_SCHEDULE: seconds before each retry. */
   scheduleS: readonly number[]
   /** [0, 1): the ±10 % jitter. */
   random: () => number
@@ -22,7 +21,6 @@ export type AttemptStatus = 'succeeded' | 'retrying' | 'failed'
 export interface AttemptRecord {
   /** What the delivery became; `stale` when its lease had run out and another attempt took it over. */
   status: AttemptStatus | 'stale'
-  /** The endpoint was disabled by this attempt. */
   disabled: 'gone' | 'failing' | null
 }
 
@@ -38,7 +36,6 @@ export async function recordAttempt(
   result: DeliveryResult,
   policy: RetryPolicy,
   now: Date,
-  /** No retry can succeed, and it is not the endpoint's failure (the event was purged). */
   final = false,
 ): Promise<AttemptRecord> {
   const [record] = await recordAttempts(db, [{ delivery, startedAt, result, final }], policy, now)
@@ -94,7 +91,6 @@ export async function recordAttempts(
   })
 }
 
-/** What the outcomes of an endpoint's attempts depend on, read once per endpoint and batch. */
 interface EndpointState {
   status: 'enabled' | 'disabled' | undefined
   failingSince: string | null

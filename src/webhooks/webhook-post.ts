@@ -43,7 +43,6 @@ export class EndpointConnections {
     return this.#agent
   }
 
-  /** Closes every connection. */
   close(): void {
     this.#agent?.destroy()
     this.#agent = undefined
@@ -51,7 +50,7 @@ export class EndpointConnections {
 }
 
 export type DeliveryResult = {
-  /** A 2xx response read without error: the only success. */
+  /** Only a 2xx response read without error. */
   ok: boolean
   /** The receiver's status, also for failures (a 3xx is recorded, never followed); null if none came. */
   statusCode: number | null
