@@ -35,7 +35,7 @@
 // CPU time per request, which contention disturbs much less than req/s.
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
@@ -46,13 +46,13 @@ import pg from 'pg'
 import { cliCommand, freePort, type ServerProcess, startServerProcess } from '../test/processes.js'
 import { httpSignUp } from '../test/web-client.js'
 import type { LoadResult, LoadSpec } from './load.js'
+import { CLOCK_TICKS, cpuTicksOf, log, median } from './processes.js'
 import { type SeedResult, seedPostgres } from './seed.js'
 import { CREATE_BODY, PATCH_BODY } from './template.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const TICK_US = 10_000 // /proc reports CPU in clock ticks of 10 ms (USER_HZ = 100)
+const TICK_US = 1_000_000 / CLOCK_TICKS
 const REVOCATION_BOUND_MS = 1000 // README "Several instances", DESIGN §5: pushed revocations
-const log = (text: string) => process.stderr.write(`${text}\n`)
 
 type Kind = 'me' | 'list' | 'create' | 'patch'
 
@@ -115,23 +115,7 @@ function parseOptions(argv: string[]) {
 type Options = ReturnType<typeof parseOptions>
 
 /** CPU time (user + system) of a process in µs; 0 once it is gone. */
-function cpuUs(pid: number | undefined): number {
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 14th and 15th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      .replace(/^.*\) /, '')
-      .split(' ')
-    return (Number(fields[11]) + Number(fields[12])) * TICK_US
-  } catch {
-    return 0
-  }
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
+const cpuUs = (pid: number | undefined): number => cpuTicksOf(pid) * TICK_US
 
 /** PostgreSQL backends serving the bench database, with their CPU so far (one born later starts at 0). */
 async function backendCpu(admin: pg.Client, database: string): Promise<Map<number, number>> {
