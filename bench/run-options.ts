@@ -1,4 +1,4 @@
-// The options of `npm run bench` (its flags: the header of bench/run.ts), checked, with their defaults.
+// The options of `npm run bench` (bench/README.md#run), checked, with their defaults.
 import path from 'node:path'
 import type { Db, MeasureOptions } from './measure.js'
 import { parseFlags, ROOT } from './processes.js'

@@ -1,27 +1,5 @@
-// `npm run bench` (full) and `npm run bench:quick`: seed, serve, load, compare with raw node:http.
-//
-// The server under test (dist/main.js serve) runs in its own process pinned to core 0, and the load
-// generator (bench/load.ts: wrk, one thread) in another pinned to core 1, when `taskset` exists. With
-// PostgreSQL, its backends serving the bench database are pinned to core 0 with the server, so the
-// service as a whole gets one core, as SQLite (in-process) does and as the baseline does.
-// Each scenario (bench/scenarios.ts: one declarative entry each) is checked once, measured, and
-// then compared with raw node:http (bench/raw-server.mjs) answering with that scenario's own
-// response (status, headers, body) under the same load, right after: the headline is the CPU time
-// per request of raw over ours, req/s beside it. The raw run counts only if its server kept ≥ 95 %
-// of its core busy (else the load generator, or other work on the machine, was the limit): below
-// that the row says INVALID, and the load generator's own CPU share tells which.
-// Then `serve --api-only` with WEBHOOK_WORKER=off runs each scenario once more, for its RSS.
-// Webhook delivery (bench/webhooks.ts: throughput, lag, writes with endpoints) runs as the scenario
-// `webhooks`, on a small database of its own, after the contact scenarios.
-// Options: --quick, --db=sqlite,postgres, --scenario=me,list,...,webhooks, --contacts=N (the big account;
-// the deep page is at 90%), --rounds=N, --seconds=N, --warmup=N, --connections=N, --engine=wrk|autocannon,
-// --node-flags="--flag ..." (the server's node flags, e.g. V8 heap settings to try), --no-api-only,
-// --cpu-prof (profiles under bench/results/profiles/), --keep (keep the SQLite file), --pg-free
-// (leave PostgreSQL backends unpinned), --root=DIR (measure the build in DIR, e.g. a copy of an older
-// commit with `npm run build` done there: its dist/main.js serves, on data seeded by its own
-// bench/seed.ts, and everything else is this harness; alternate runs with and without it for an A/B).
-// BENCH_DATABASE_URL (else TEST_DATABASE_URL, else
-// postgres://postgres@127.0.0.1:5432/postgres) is where the throwaway database is created and dropped.
+// `npm run bench` and `npm run bench:quick`: seed, serve, load, compare every scenario with raw
+// node:http answering alike (method and options: bench/README.md#run).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'

@@ -76,10 +76,7 @@ function prng(seed: number): () => number {
 
 const pick = <T>(random: () => number, list: readonly T[]): T => list[Math.floor(random() * list.length)] as T
 
-/**
- * Phone numbers, normalized once by the app's own function (libphonenumber takes ~20 µs a call,
- * too slow for a million); contacts draw from this pool.
- */
+/** Phone numbers normalized once by the app's own function (too slow for a million calls), for contacts to draw from. */
 function phonePool(random: () => number): string[] {
   const pool: string[] = []
   for (let i = 0; pool.length < 2000 && i < 10_000; i++) {

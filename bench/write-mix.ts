@@ -1,19 +1,6 @@
-// `npm run bench:writes`: the mixed soak of issue 15 — two accounts, creates, patches, deletes,
-// filtered list pages and GET /me in equal parts — against `serve` on SQLite or PostgreSQL.
-//
-// The server (the built `dist/main.js serve`, as deployed) is pinned to core 0 with its PostgreSQL
-// backends, and the load generator, wrk (C, /usr/bin/wrk) with a Lua script for the mix, to core 1,
-// when taskset is there (`--no-pin` leaves both free). Reported per database: req/s, p50/p99, the CPU
-// of the service per request (server + its PostgreSQL backends, from /proc), the load generator's
-// CPU (it must not be the limit), statements and transactions per request, and what the backends
-// were waiting on (pg_stat_activity sampled every 50 ms).
-//
-// Options: --db=sqlite,postgres --seconds=N (20) --warmup=N (3) --connections=N (32)
-// --contacts=N (per account, 20,000) --threads=N (wrk threads, 1) --rounds=N (1) --no-pin --pg-free
-// (PostgreSQL's backends not pinned with the server) --keep (keep the SQLite file).
-// BENCH_DATABASE_URL (else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres) is
-// where a throwaway database (BENCH_DATABASE_PREFIX, default bench_writes, + a random suffix) is
-// created and dropped.
+// over 400 lines: one benchmark whose wrk script, seed, server and report are read in order.
+// `npm run bench:writes`: a mixed soak of writes and reads against `serve` on SQLite or PostgreSQL
+// (method and options: bench/README.md#write-mix).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
