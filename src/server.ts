@@ -85,7 +85,6 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
 
   let closing: Promise<void> | undefined
   const close = () => {
-    // app.close() stops accepting, lets in-flight requests finish, then we close the database.
     clearInterval(purgeTimer)
     if (!closing) {
       // A response under way at the signal (a long CSV export) keeps its connection alive: close it once
@@ -114,7 +113,6 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
 /** How often a closing server closes the connections that went idle since the signal. */
 const IDLE_SWEEP_MS = 250
 
-/** What `contacts-api worker` answers: liveness, readiness and metrics, nothing of the API. */
 async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({ logger: loggerOptions(deps.config) })
   installMetrics(app, deps.metrics, deps.config.metricsToken)

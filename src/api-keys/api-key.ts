@@ -28,10 +28,7 @@ export const redactApiKey = (prefix: string, last4: string): string => `${prefix
 
 export type ParsedAuthorization = { ok: true; key: string } | { ok: false }
 
-/**
- * Checks the header's shape before anything touches the database. The scheme is
- * case-insensitive (RFC 9110 §11.1); the key must match the format exactly.
- */
+/** Checks the header's shape before anything touches the database; the scheme is case-insensitive (RFC 9110). */
 export function parseAuthorization(header: string | undefined, keyPattern: RegExp): ParsedAuthorization {
   if (header === undefined || header.length > 200) {
     return { ok: false }

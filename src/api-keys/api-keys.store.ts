@@ -33,7 +33,6 @@ export interface IssueApiKeyInput {
   prefix: string
 }
 
-/** Returns the stored key and, this once, its secret. */
 export async function issueApiKey(
   db: Kysely<Database>,
   accountId: string,
@@ -118,7 +117,6 @@ export async function revokeApiKey(
   return Number(result.numUpdatedRows) > 0
 }
 
-/** One key of one account (for the settings page). */
 export async function findApiKey(
   db: Kysely<Database>,
   accountId: string,

@@ -63,10 +63,7 @@ export async function recordAudit(db: Db, accountId: string, entry: AuditEntry, 
     .execute()
 }
 
-/**
- * Seconds until this person may issue a key in the account again, or 0: the log of the last hour is
- * the budget, so it is shared by every instance without another store.
- */
+/** Seconds until this person may issue a key in the account again, or 0: the last hour's log is the budget. */
 export async function keyIssueRetryAfter(
   db: Kysely<Database>,
   accountId: string,
@@ -112,10 +109,7 @@ export async function listAudit(db: Kysely<Database>, accountId: string, limit: 
   }))
 }
 
-/**
- * The keys this person issued in the account, from the log: the targets of their `api_key.created`
- * entries and the new keys of their `api_key.rolled` ones (keys the command line issued have no person).
- */
+/** The keys this person issued in the account (created or rolled), from the log. */
 export async function keysIssuedBy(db: Kysely<Database>, accountId: string, userId: string): Promise<Set<string>> {
   const rows = await db
     .selectFrom('audit_log')

@@ -1,4 +1,4 @@
-// Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method (or full access for a whole scope: requireFullAccess).
+// Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method.
 
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -112,5 +112,4 @@ export function requireFullAccess(scope: FastifyInstance, what: string): void {
   })
 }
 
-/** The account of a request, when it has been authenticated (for the request log). */
 export const accountIdOf = (request: FastifyRequest): string | undefined => contexts.get(request)?.account.id

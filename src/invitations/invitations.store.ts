@@ -37,10 +37,7 @@ const PUBLIC_COLUMNS = [
 const tokenDigest = (token: string): string => sha256Hex(`invitation:${token}`)
 const clientDigest = (clientKey: string): string => sha256Hex(`invitation-client:${clientKey}`)
 
-/**
- * Stores an invitation and returns it with its token (never stored). A pending invitation of the
- * same email to the same account is revoked: only the newest link works.
- */
+/** Stores an invitation and returns its token (never stored); only the newest link to an email works. */
 export async function createInvitation(
   db: Kysely<Database>,
   accountId: string,

@@ -14,10 +14,7 @@ export function normalizeEmail(raw: string): string | undefined {
   return email.length <= 254 && EMAIL.test(email) ? email : undefined
 }
 
-/**
- * The looser rule of emails stored before the rule above (any non-space local part): what a
- * stored contact is checked against when read, so an older row still reads.
- */
+/** The looser rule of emails stored before the one above, so an older stored contact still reads. */
 export const looksLikeStoredEmail = (email: string): boolean => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)
 
 /** The form an email is compared in, and stored in `email_lower`: trimmed and lower-cased. */

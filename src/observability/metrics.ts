@@ -1,5 +1,4 @@
-// Prometheus metrics (prom-client): requests by route and status, latency, the database pool,
-// rate-limit rejections, webhook deliveries. One registry per app, so several apps in one process never collide.
+// Prometheus metrics (prom-client), one registry per app so several apps in one process never collide.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { DatabaseHandle } from '../db/database.js'

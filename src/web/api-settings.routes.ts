@@ -92,7 +92,6 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     return { rows, days }
   }
 
-  /** What the settings page shows: keys with their daily requests, the recent activity, the webhook endpoints. */
   async function pageData(request: FastifyRequest, now: Date) {
     const { account, role } = accountContext(request)
     const [{ rows, days }, activity, endpoints, mayManage] = await Promise.all([

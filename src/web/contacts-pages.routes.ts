@@ -55,7 +55,6 @@ const ContactParams = Type.Object({ id: Type.String() })
 const ContactForm = FormBody(CONTACT_FORM_FIELDS)
 const DeleteContactForm = FormBody([])
 
-/** The list's filters, checked with the API's own query schema. */
 const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
 const FILTER_NAMES: Record<string, string> = { q: 'search', tag: 'tag' }
 

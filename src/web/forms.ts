@@ -1,10 +1,7 @@
 // Urlencoded forms: the schema of a form's body, and reading its fields as text.
 import { Type } from '@sinclair/typebox'
 
-/**
- * A urlencoded value as parsed: text, or a list of texts when the name is repeated. The routes
- * read a list as '' (formValues), as they read a missing field, and answer on the form page.
- */
+/** A urlencoded value as parsed: text, or a list when the name is repeated (formValues reads it as ''). */
 export const UrlencodedValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]))
 
 /**
@@ -22,10 +19,7 @@ export function formField(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined
 }
 
-/**
- * The named fields of a form as text, '' when absent or not one text. On a route with a FormBody
- * schema, the names must be among its fields.
- */
+/** The named fields of a form as text, '' when absent or not one text. */
 export function formValues<Body, K extends FieldName<Body>>(
   request: { body: Body },
   names: readonly K[],

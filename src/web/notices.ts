@@ -4,9 +4,7 @@ import { Type } from '@sinclair/typebox'
 /** A page's notices by name: a Map, so a prototype name (`?notice=constructor`) is no notice. */
 export type Notices = ReadonlyMap<string, string>
 
-/** The query of a page that shows notices. */
 export const NoticeQuery = Type.Object({ notice: Type.Optional(Type.String()) })
 
-/** The notice `name` stands for on this page, if any. */
 export const noticeOf = (notices: Notices, name: unknown): string | undefined =>
   typeof name === 'string' ? notices.get(name) : undefined

@@ -55,7 +55,6 @@ export function requireSignIn(scope: FastifyInstance, db: Db): void {
   })
 }
 
-/** The path parameter of every page under /app/:accountId. */
 export const AccountParams = Type.Object({ accountId: Type.String() })
 
 /**
@@ -75,7 +74,6 @@ export function requireMembership(scope: FastifyInstance): void {
   })
 }
 
-/** The signed-in person, if any. */
 export const sessionUser = (request: FastifyRequest): User | undefined => stateOf(request).user
 
 export interface SignedInContext {

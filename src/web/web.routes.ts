@@ -99,13 +99,11 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    // An empty JSON body is an error, not a missing body, on a route with a body schema
-    // (http/input.ts): it carries no token either, so it gets the answer of the CSRF check.
+    // An empty JSON body on a route with a body schema carries no token either: the CSRF check's answer.
     if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       return formExpired(request, reply)
     }
-    // An input that fails its schema on a route without attachValidation (form routes attach it and
-    // answer on their page) gets an error page too, never JSON.
+    // An input that fails its schema on a route without attachValidation gets an error page, never JSON.
     const appError = error instanceof AppError ? error : error.validation ? toAppError(error) : undefined
     if (appError?.code === 'not_found') {
       return render(
@@ -130,8 +128,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (error.statusCode === 413) {
       return render(request, reply, (c) => errorPage(413, 'Too large', 'The upload is larger than 5 MiB.', c), 413)
     }
-    // Any other error Fastify raises for the request itself (a body that is not what it claims to
-    // be, a bad header): the client's fault, a 4xx page, never a 500 or an error-level log.
+    // Any other error Fastify raises for the request itself is the client's: a 4xx page, no error log.
     const status = error.statusCode ?? 500
     if (status >= 400 && status < 500) {
       return render(

@@ -1,5 +1,5 @@
-// Settings → "API & Webhooks": the keys table with usage, the create form, key-shown-once,
-// revoke confirmation, the recent activity, and the webhook endpoints (webhooks-pages.ts).
+// Settings → "API & Webhooks": the keys with their use, creating, rolling and revoking one, the
+// recent activity; the webhooks half is webhooks-pages.ts.
 import type { ApiKey } from '../../api-keys/api-keys.store.js'
 import { keyState } from '../../api-keys/api-keys.store.js'
 import type { AuditAction, AuditRecord } from '../../audit/audit.js'

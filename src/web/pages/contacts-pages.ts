@@ -46,7 +46,6 @@ export function contactsListPage(
     q: string
     tag: string
     nextHref?: string
-    /** Set when this is not the first page. */
     firstHref?: string
     notice?: string
   },
@@ -119,7 +118,6 @@ export function contactFormPage(
   context: PageContext,
   data: {
     accountId: string
-    /** The contact being edited; absent for a new one. */
     contact?: Contact
     values: ContactFormValues
     errors?: ContactFormErrors

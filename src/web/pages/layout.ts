@@ -19,11 +19,7 @@ export interface PageContext {
 
 const current = (yes: boolean) => (yes ? html`aria-current="page"` : '')
 
-/**
- * The header. Inside an account its name leads (the switcher), so the product's name is not a
- * second "Contacts" beside the section link; the person's menu holds sessions and sign-out. At
- * phone width the sections drop to a row of their own (assets.ts).
- */
+/** The header: inside an account its name leads (the switcher), not a second "Contacts" beside the section link. */
 function header(context: PageContext): Html {
   const { account, memberships, user } = context
   const inSettings = context.section !== undefined && context.section !== 'contacts'
