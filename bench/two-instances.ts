@@ -8,19 +8,17 @@ import os from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { cliCommand, freePort, type ServerProcess, startServerProcess } from '../test/processes.js'
 import { httpSignUp } from '../test/web-client.js'
 import type { LoadResult, LoadSpec } from './load.js'
-import { CLOCK_TICKS, cpuTicksOf, log, median } from './processes.js'
+import { CLOCK_TICKS, cpuTicksOf, log, median, ROOT } from './processes.js'
 import { type SeedResult, seedPostgres } from './seed.js'
 import { CREATE_BODY, PATCH_BODY } from './template.js'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const TICK_US = 1_000_000 / CLOCK_TICKS
-const REVOCATION_BOUND_MS = 1000 // README "Several instances", DESIGN §5: pushed revocations
+const REVOCATION_BOUND_MS = 1000 // pushed revocations: docs/design.md#authentication
 
 type Kind = 'me' | 'list' | 'create' | 'patch'
 
