@@ -1,15 +1,7 @@
-// Bulk load through POST /api/v1/contacts/batch (issue 15.4): `--clients` concurrent clients send
-// batches of `--batch` new contacts into one account until `--contacts` are loaded, against a real
-// `serve` process on a fresh SQLite file or a fresh PostgreSQL schema. Prints contacts/s, the
-// server's CPU time per 1,000 contacts (from /proc, so it is not the load generator's), and the
-// time 1,000,000 contacts take at that rate (actual when --contacts=1000000). Target: 1M in ≤ 60 s
-// on SQLite, ≤ 120 s on PostgreSQL.
+// `npm run bench:batch`: bulk load through POST /api/v1/contacts/batch (method and options:
+// bench/README.md#batch-load).
 //
 //   npm run bench:batch -- --db=sqlite --contacts=100000 --clients=4
-//   npm run bench:batch -- --db=postgres --database-url=postgres://postgres@127.0.0.1:5432/DB
-//
-// PostgreSQL: --database-url (or TEST_DATABASE_URL) names a database; the run makes a schema of
-// its own in it and drops it at the end.
 import { execFile } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'

@@ -1,16 +1,7 @@
-// How much a busy second core slows this machine's first one, with no shared software at all:
-// the same fixed piece of work, in a process pinned to CPU 0, measured in CPU time per round while
-// CPU 1 is idle, then while another process pinned to CPU 1 runs the same work. On a machine whose
-// cores share nothing a program feels (caches, memory bandwidth, a host's hyperthread), the two
-// figures are equal; on a VM whose vCPUs are a host's hyperthreads, or share its last-level cache,
-// the second is higher. docs/scale-out.md uses it to read `bench:instances`: two busy API processes
-// against one.
+// How much a busy second core slows the first one, with no shared software at all
+// (bench/README.md#two-instances, which it helps to read).
 //
 //   node --import tsx bench/core-interference.ts [--rounds=5] [--mib=32]
-//
-// Two kinds of work: arithmetic in registers (a hyperthread sibling shows here), and a random walk
-// through an array of --mib MiB (shared caches and memory bandwidth show here; a request is closer
-// to this one).
 import { spawn, spawnSync } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { parseArgs } from 'node:util'

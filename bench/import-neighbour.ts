@@ -1,15 +1,5 @@
-// Noisy neighbour, CSV edition: tenant A loops 10,000-row CSV imports (about 4 MB each) through
-// the web app, then CSV exports, while tenant B reads GET /api/v1/contacts (or, with --b-writes,
-// PATCHes one of its contacts); prints B's p50/p99
-// idle and under each abuse, and the server's longest event-loop block in each phase (prom-client's
-// nodejs_eventloop_lag_max_seconds: perf_hooks monitorEventLoopDelay, reset at every scrape).
-//
-//   node --import tsx bench/import-neighbour.ts [--root DIR] [--built] [--imports 3] [--exports 3] [--b-writes] [--database-url URL]
-//
-// --built runs the server as `npm start` does (DIR/dist/main.js: run `npm run build` there first)
-// instead of src/main.ts through tsx.
-// --root runs the server of another checkout (e.g. /work/main, to measure before a change); the
-// script handles both answers to an upload: the synchronous import (200) and the job (303).
+// The noisy neighbour, CSV edition: CSV imports and exports against another tenant's reads or writes
+// (method and options: bench/README.md#import-neighbour).
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs'
 import { tmpdir } from 'node:os'

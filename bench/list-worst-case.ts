@@ -1,14 +1,7 @@
-// The list filters' worst cases, timed through the app's own listContactRows: `q` with a prefix that more than INDEXED_MAX terms share, all of them late in id order (the
-// attacker's `q=r9-`), the same for `updated_after`, and the common cases for comparison.
+// The list filters' worst cases, timed through the app's own listContactRows (method and options:
+// bench/README.md#list-worst-case).
 //
 //   node --import tsx bench/list-worst-case.ts --db=sqlite|postgres --contacts=100000 [--src=DIR]
-//
-// Seeds once (bench/seed.ts, then 2,100 contacts with emails r9-<n>@attacker.test created last) into
-// /tmp/list-worst-case-<N>.sqlite or the PostgreSQL database BENCH_DATABASE_URL (default
-// postgres://postgres@127.0.0.1:5432/wt_qcost_bench, created by the caller) and reuses the seed on the
-// next run. --src points at another tree's src/ (e.g. a `git archive` of the code before a change),
-// so the same seed is timed with both. Each case: 5 warm-up calls, then the median and max of 21
-// calls of one page (fetch 101), and a whole walk of the filter (pages, rows, slowest page).
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'

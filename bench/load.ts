@@ -1,16 +1,5 @@
-// The load generator, in its own process (pinned to its own core by bench/run.ts), for one scenario:
-// a warm-up run, then the line {"warm":true} on stdout; after a line on stdin (the parent pins
-// what it must meanwhile), `rounds` measured runs, each announced by {"start":i} (the parent reads
-// the server's CPU time there) and reported as one JSON line on stdout.
-//
-// The engine is wrk (C, epoll; Debian package `wrk`): one wrk thread drives raw node:http to 100 %
-// of its core from the other core, which autocannon (one Node thread) could not: it held the raw
-// baseline at 51–59 % of its core (issue 15), so every "vs raw" ratio flattered us. Requests whose
-// path or body change per request (`{n}`, `{id}`: bench/template.ts) are built by a Lua
-// `request` function; the others are wrk's static request. wrk reports latency percentiles in
-// µs and counts answers with a status ≥ 400 as errors; run.ts probes each scenario's status before.
-// Paced load (`rate`, the webhook lag bench) needs a fixed request rate, which wrk has not:
-// autocannon does that, and is the fallback where wrk is not installed.
+// The load generator for one scenario, in its own process, speaking JSON lines to bench/run.ts
+// (protocol and engines: bench/README.md#load).
 import { spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { rmSync, writeFileSync } from 'node:fs'

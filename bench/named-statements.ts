@@ -1,8 +1,4 @@
-// What named (prepared) statements buy on a direct PostgreSQL connection, against the unnamed ones
-// DATABASE_POOLER=transaction uses: the app in-process (app.inject), one account of 500 contacts,
-// list pages of 50 and GET /me, named and unnamed runs alternated so that machine noise hits both.
-// Reported: the PostgreSQL backends' CPU per request (/proc/PID/schedstat of the pool's backends,
-// found by application_name), which a loaded machine does not inflate as it does wall time.
+// What named (prepared) statements buy on a direct PostgreSQL connection (bench/README.md#two-instances).
 // `node --import tsx bench/named-statements.ts` (BENCH_DATABASE_URL, else TEST_DATABASE_URL).
 import { randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'

@@ -1,20 +1,5 @@
-// One tenant's abuse against another's latency (issue 12, item 6). Tenant B probes `GET /me` and a
-// list page, one request at a time every 20 ms, first with the server idle, then while tenant A runs
-// each abuse from a separate process (so the probe's own timings are not held up by the load):
-//   q        the worst-case search (`q=r9-`: 2,100 matches, all late in id order) at 8 connections;
-//   idem     upserts with a new Idempotency-Key each (≈ 4 KB bodies) at 8 connections;
-//   trickle  400 sockets that send their request headers one byte a second;
-//   import   10,000-row CSV imports through the web app, one after the other (`--import=web`
-//            needs the sign-in path of the web app; see runImportLoop).
-// A's requests past its rate limit are refused (429) as they would be in production.
-//
-//   node --import tsx bench/noisy-neighbour.ts --db=sqlite|postgres [--seconds=10] [--contacts=100000]
-//        [--root=DIR] [--abuses=q,idem,trickle,import]
-//
-// --root runs another tree's build (DIR/dist, seeded with DIR/bench/seed.ts), e.g. a `git worktree`
-// of the code before issue 12, so "before" and "after" are measured on the same machine the same way.
-// PostgreSQL uses BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/noisy_bench), dropped
-// and created afresh. Prints one table; B passes when its p99 is under 50 ms and under 3× idle.
+// `npm run bench:noisy`: one tenant's abuse against another's latency (method and options:
+// bench/README.md#noisy-neighbour).
 import { type ChildProcess, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { rmSync } from 'node:fs'

@@ -1,9 +1,5 @@
-// The webhook receiver for the webhook benches: plain node:http answering every POST 200 "ok", in
-// its own process (bench/run.ts pins it to the load generator's core, away from the worker's).
-// For each delivery it records the lag, now minus the body's `timestamp` (the event's created_at,
-// stamped in the writing transaction), and the receipt time. GET /__stats answers the count, the
-// first and last receipt (ms since the epoch), lag percentiles and the count per path;
-// POST /__reset clears them. Plain JavaScript, no loader.
+// The webhook benches' receiver: plain node:http answering every POST 200 "ok", recording each
+// delivery's lag and receipt; GET /__stats, POST /__reset (bench/README.md#webhooks).
 import { createServer } from 'node:http'
 
 const port = Number(process.argv[2])

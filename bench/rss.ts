@@ -1,17 +1,5 @@
-// `npm run bench:rss`: where a server's memory goes, idle and under load, for `serve` and
-// `serve --api-only` (WEBHOOK_WORKER=off) on SQLite and PostgreSQL, and what node flags change it.
-// Seeds 20k contacts (bench/seed.ts), then for each round, each process kind and each variant of
-// node flags — interleaved, so a change in the machine's load falls on all of them alike — starts
-// `node dist/main.js serve` pinned to core 0, reads it idle, loads it with wrk from core 1 (list
-// page 1, then GET /me), and reads it again. Per run: RSS idle and the peak (VmHWM), the split of
-// the resident pages (/proc/PID/smaps_rollup: file-backed — the node binary, ICU, native addons —
-// against anonymous), the V8 heap by space and the external memory (the server's own /metrics),
-// and the server's CPU time per answer (/proc/PID/stat), with the load average beside.
-//
-// Options: --db=sqlite,postgres --contacts=20000 --seconds=20 (list; /me gets half) --rounds=2
-// --modes=serve,api-only --variants="default;--max-semi-space-size=8" (`;` between variants, a
-// space between flags, `NAME=value` for an environment variable; `default` is none). PostgreSQL: a throwaway database in BENCH_DATABASE_URL,
-// else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres. Needs `wrk` and a build.
+// `npm run bench:rss`: where a server's memory goes, idle and under load, and what node flags change
+// it (method and options: bench/README.md#rss).
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'

@@ -1,58 +1,24 @@
-// `npm run bench:instances`: one API process against two on the same PostgreSQL and the same Redis
-// (issue 14, point 3), under the same total load, split evenly across the two.
-//
-// 1. Seeds a PostgreSQL database (bench/seed.ts) and starts `dist/main.js serve` processes
-//    (test/processes.ts) with REDIS_URL set, the rate limit on (a budget too large to refuse
-//    anything, so every request runs the Redis script as in production), WEBHOOK_WORKER=off
-//    (API-only instances; the worker's idle cost is measured on its own in step 4).
-// 2. For each kind (GET /me, list page 1, POST /contacts, PATCH /contacts/{id}), `rounds` times:
-//    ONE — instance A alone at the total rate; TWO — A and B at half the rate each (a paced load,
-//    bench/load.ts, one generator process per instance); and, as a control, A alone at half the rate
-//    (what each of the two gets), which tells a cost of sharing from one of a lighter load per
-//    process (fewer requests per event-loop wake-up). Per round: each instance's CPU µs per
-//    2xx response (user + system from /proc/<pid>/stat), the PostgreSQL backends' µs per response
-//    (the bench database's backends, from /proc), Redis's own CPU per response and the commands it
-//    ran per response (`INFO commandstats` of a Redis of our own, so nothing else is counted), the
-//    latencies, and the generators' CPU (they must not be the limit).
-// 3. The rate-limit check's cost in the same run: instance A (REDIS_URL) against C (no REDIS_URL:
-//    buckets in memory) and D (RATE_LIMIT_PER_SECOND=0: no check), interleaved.
-// 4. Sharing: a key revoked through A's web app is refused by B (which had it cached) within the
-//    documented 1 s; a pair with a small budget (1/s, burst 20) and REDIS_URL lets 30 requests
-//    alternating between its instances spend one bucket, and a pair without REDIS_URL (the control)
-//    does not. Then the idle cost of an instance with WEBHOOK_WORKER=on.
-//
-//   npm run bench:instances -- [--contacts=100000] [--seconds=5] [--rounds=3] [--kinds=me,list,create,patch]
-//
-// BENCH_DATABASE_URL (default postgres://postgres@127.0.0.1:5432/two_instances_bench) is dropped,
-// created, seeded and dropped again. Redis: a private `redis-server` on a free port (it must be on
-// PATH), or BENCH_REDIS_URL (then other clients' commands pollute the counts; the output says so).
-// `--lease=N` sets RATE_LIMIT_LEASE on the instances with REDIS_URL (default 10; 1 = one Redis round
-// trip per request, the setup before leases); step 3 also runs E (REDIS_URL, RATE_LIMIT_LEASE=1)
-// interleaved with A, so leased and unleased checks are compared in the same minutes.
-// `--pin` pins A to CPU 0 and B to CPU 1 (all threads; PostgreSQL, Redis and the generators float):
-// two instances then never take turns on one core, but A alone also loses the second core, so the
-// figures answer "per core" rather than "per process". Without it nothing is pinned: the figures are
-// CPU time per request, which contention disturbs much less than req/s.
+// over 400 lines: one benchmark whose four steps share their processes and are read in order.
+// `npm run bench:instances`: one API process against two on the same PostgreSQL and Redis, under the
+// same total load split evenly across the two (method and options: bench/README.md#two-instances).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
+import { mkdirSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { fileURLToPath } from 'node:url'
 import { Redis } from 'ioredis'
 import pg from 'pg'
 import { cliCommand, freePort, type ServerProcess, startServerProcess } from '../test/processes.js'
 import { httpSignUp } from '../test/web-client.js'
 import type { LoadResult, LoadSpec } from './load.js'
+import { CLOCK_TICKS, cpuTicksOf, log, median, ROOT } from './processes.js'
 import { type SeedResult, seedPostgres } from './seed.js'
 import { CREATE_BODY, PATCH_BODY } from './template.js'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const TICK_US = 10_000 // /proc reports CPU in clock ticks of 10 ms (USER_HZ = 100)
-const REVOCATION_BOUND_MS = 1000 // README "Several instances", DESIGN §5: pushed revocations
-const log = (text: string) => process.stderr.write(`${text}\n`)
+const TICK_US = 1_000_000 / CLOCK_TICKS
+const REVOCATION_BOUND_MS = 1000 // pushed revocations: docs/design.md#authentication
 
 type Kind = 'me' | 'list' | 'create' | 'patch'
 
@@ -115,23 +81,7 @@ function parseOptions(argv: string[]) {
 type Options = ReturnType<typeof parseOptions>
 
 /** CPU time (user + system) of a process in µs; 0 once it is gone. */
-function cpuUs(pid: number | undefined): number {
-  try {
-    // Fields after the command name (which may hold spaces): utime and stime are the 14th and 15th.
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-      .replace(/^.*\) /, '')
-      .split(' ')
-    return (Number(fields[11]) + Number(fields[12])) * TICK_US
-  } catch {
-    return 0
-  }
-}
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b)
-  const mid = Math.floor(sorted.length / 2)
-  return sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2
-}
+const cpuUs = (pid: number | undefined): number => cpuTicksOf(pid) * TICK_US
 
 /** PostgreSQL backends serving the bench database, with their CPU so far (one born later starts at 0). */
 async function backendCpu(admin: pg.Client, database: string): Promise<Map<number, number>> {

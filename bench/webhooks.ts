@@ -1,18 +1,6 @@
-// The webhook benches (`npm run bench`, scenario `webhooks`), per database, on a fresh small
-// database of their own, with a local receiver (bench/receiver.mjs, plain node:http answering 200)
-// in its own process on the load generator's core:
-//
-// 1. throughput: a backlog of events written with the worker off (WEBHOOK_WORKER=off), fanned out
-//    to a few endpoints once `contacts-api worker` starts alone on the server's core (with its
-//    PostgreSQL backends); deliveries per second from the first receipt to the last.
-// 2. lag: contacts written at a fixed rate through `serve` with its worker on, fanned out to 2
-//    endpoints; lag = receipt at the receiver minus the body's `timestamp` (the event's
-//    created_at, stamped in the writing transaction just before its commit, so the lag is
-//    overstated by the commit's duration, never understated).
-// 3. writes: POST /contacts req/s with no endpoint, then 10, then none again (their mean is the
-//    reference), same server after a run to warm it up, same load, WEBHOOK_WORKER=off throughout: the question is whether the
-//    write path slows as endpoints are added, and a worker on the same core would measure its own
-//    delivery work instead (10 deliveries per write).
+// over 400 lines: three benchmarks sharing one receiver, database and server set-up.
+// The webhook benches, scenario `webhooks` of `npm run bench`: throughput, lag, and writes with
+// endpoints (method: bench/README.md#webhooks).
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { mkdirSync, rmSync } from 'node:fs'

@@ -1,37 +1,21 @@
-// `npm run bench:writes`: the mixed soak of issue 15 — two accounts, creates, patches, deletes,
-// filtered list pages and GET /me in equal parts — against `serve` on SQLite or PostgreSQL.
-//
-// The server (the built `dist/main.js serve`, as deployed) is pinned to core 0 with its PostgreSQL
-// backends, and the load generator, wrk (C, /usr/bin/wrk) with a Lua script for the mix, to core 1,
-// when taskset is there (`--no-pin` leaves both free). Reported per database: req/s, p50/p99, the CPU
-// of the service per request (server + its PostgreSQL backends, from /proc), the load generator's
-// CPU (it must not be the limit), statements and transactions per request, and what the backends
-// were waiting on (pg_stat_activity sampled every 50 ms).
-//
-// Options: --db=sqlite,postgres --seconds=N (20) --warmup=N (3) --connections=N (32)
-// --contacts=N (per account, 20,000) --threads=N (wrk threads, 1) --rounds=N (1) --no-pin --pg-free
-// (PostgreSQL's backends not pinned with the server) --keep (keep the SQLite file).
-// BENCH_DATABASE_URL (else TEST_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres) is
-// where a throwaway database (BENCH_DATABASE_PREFIX, default bench_writes, + a random suffix) is
-// created and dropped.
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process'
+// over 400 lines: one benchmark whose wrk script, seed, server and report are read in order.
+// `npm run bench:writes`: a mixed soak of writes and reads against `serve` on SQLite or PostgreSQL
+// (method and options: bench/README.md#write-mix).
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { fileURLToPath } from 'node:url'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 import { openDatabase } from '../src/db/database.js'
 import { cliCommand, freePort } from '../test/processes.js'
 import { captureStatements } from '../test/statement-capture.js'
+import { canPin, cpuMsOf, log, parseFlags, pinTo, RESULTS, ROOT, sleep } from './processes.js'
 import { type SeedPlan, seedPostgres, seedSqlite } from './seed.js'
 
 type Db = 'sqlite' | 'postgres'
 
-const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-const RESULTS = path.join(ROOT, 'bench', 'results')
-const CLOCK_TICKS = 100
 const SERVER_CORE = 0
 const LOAD_CORE = 1
 /** Seeded contacts of each account that the mix patches; the rest are deleted when no contact the run created is at hand. */
@@ -61,15 +45,7 @@ const KINDS = ['create', 'me', 'list', 'patch', 'delete'] as const
 type RequestKind = (typeof KINDS)[number]
 
 function parseOptions(argv: string[]): Options {
-  const flags = new Map<string, string>()
-  for (const arg of argv) {
-    const match = /^--([a-z-]+)(?:=(.*))?$/.exec(arg)
-    if (!match?.[1]) {
-      throw new Error(`unknown argument ${arg}`)
-    }
-    flags.set(match[1], match[2] ?? 'true')
-  }
-  const known = [
+  const flags = parseFlags(argv, [
     'db',
     'seconds',
     'warmup',
@@ -83,12 +59,7 @@ function parseOptions(argv: string[]): Options {
     'server-root',
     'only',
     'cpu-prof',
-  ]
-  for (const flag of flags.keys()) {
-    if (!known.includes(flag)) {
-      throw new Error(`unknown option --${flag} (known: ${known.map((k) => `--${k}`).join(' ')})`)
-    }
-  }
+  ])
   const number = (name: string, fallback: number, max: number) => {
     const raw = flags.get(name)
     const value = raw === undefined ? fallback : Number(raw)
@@ -127,37 +98,8 @@ function onlyKind(raw: string | undefined): RequestKind | undefined {
   return raw as RequestKind | undefined
 }
 
-const log = (text: string) => process.stderr.write(`${text}\n`)
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
 /** CPU time (user + system) of processes in µs, from /proc; a process that ended counts 0. */
-function cpuUsOf(pids: number[]): number {
-  let ticks = 0
-  for (const pid of pids) {
-    try {
-      // utime and stime are fields 14 and 15; the command name before them may contain spaces.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
-        .replace(/^.*\) /, '')
-        .split(' ')
-      ticks += Number(fields[11]) + Number(fields[12])
-    } catch {
-      // gone
-    }
-  }
-  return (ticks * 1e6) / CLOCK_TICKS
-}
-
-function canPin(): boolean {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' })
-    return os.availableParallelism() >= 2
-  } catch {
-    return false
-  }
-}
-
-const pinTo = (core: number, pid: number) =>
-  execFileSync('taskset', ['-a', '-cp', String(core), String(pid)], { stdio: 'ignore' })
+const cpuUsOf = (pids: number[]): number => cpuMsOf(pids) * 1000
 
 /** The mix as a wrk script: one request kind after another, the account alternating. */
 function wrkScript(spec: {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Measures what PostgreSQL row-level security costs on the contacts list query (issue 4).
+# Measures what PostgreSQL row-level security costs on the contacts list query (docs/tenant-isolation.md).
 # A: the app's keyset page as one statement (the tenant filter is in the WHERE clause).
 # B: the same page behind RLS, as the app would run it: a transaction that sets app.account_id
 #    with set_config(..., true), then the query, as a role that is neither owner nor BYPASSRLS.

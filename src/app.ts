@@ -1,6 +1,5 @@
 // buildApp(deps): the Fastify instance with the API, the web app and operations routes. Never listens.
-// With `apiOnly` (`contacts-api serve --api-only`) the web app and Swagger UI are left out, and their
-// modules are never loaded: they are imported only when registered (docs/performance.md, "RSS").
+// With `apiOnly` the web app and Swagger UI are left out and never loaded (docs/design.md#operations).
 
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
@@ -47,10 +46,8 @@ export async function buildApp(
     clientErrorHandler,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,
-    // A client that trickles its request is cut off (REQUEST_TIMEOUT_MS for the whole request, at
-    // most 10 s of it for the headers), checked every second rather than Node's default 30 s, so
-    // a slow client holds a connection for the timeout, not up to 30 s more. Keep-alive outlives
-    // common load balancers' 60 s.
+    // A client that trickles its request is cut off, checked every second rather than Node's default,
+    // so it holds a connection no longer than the timeout. Keep-alive outlives load balancers' usual 60 s.
     requestTimeout: deps.config.requestTimeoutMs,
     http: {
       headersTimeout: Math.min(10_000, deps.config.requestTimeoutMs),
@@ -77,9 +74,8 @@ export async function buildApp(
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
-  // First hook of all, so every response (errors from later hooks too) carries the id and is
-  // neither cached nor sniffed (DESIGN §10; the web app's static assets set their own caching).
-  // Hooks on every request take `done` rather than being async: no promise and microtask each.
+  // First of all, so every response, errors from later hooks too, carries these headers. Hooks on every
+  // request take `done` rather than being async: no promise and microtask each.
   limitPipelining(app)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(everyResponseHeaders(request.id))
@@ -162,7 +158,7 @@ function installNotFoundHandler(app: FastifyInstance): void {
   })
 }
 
-/** The headers of every response: its request id, and no caching or content sniffing (DESIGN §10). */
+/** The headers of every response: its request id, no caching, no sniffing (docs/design.md#http-conventions). */
 const everyResponseHeaders = (requestId: string) => ({
   'request-id': requestId,
   'cache-control': 'no-store',

@@ -11,9 +11,8 @@ export type DatabaseConfig =
       kind: 'postgres'
       url: string
       /**
-       * DATABASE_POOLER=transaction: DATABASE_URL is a transaction-mode pooler (PgBouncer), which
-       * hands each transaction its own server connection, so nothing may rely on session state
-       * (named statements, LISTEN, session locks or settings). Unset: a direct connection.
+       * DATABASE_POOLER=transaction: DATABASE_URL is a transaction-mode pooler (PgBouncer), so nothing
+       * may rely on session state (named statements, LISTEN, session locks or settings).
        */
       pooler?: 'transaction'
       /** DATABASE_DIRECT_URL: the server itself, past the pooler; LISTEN for revocation pushes uses it. */
@@ -67,9 +66,8 @@ export interface Config {
   /** REQUEST_TIMEOUT_MS: a request (headers and body) must arrive within this; a trickling client is cut off. */
   readonly requestTimeoutMs: number
   /**
-   * CSV imports (src/imports/): IMPORT_CONCURRENCY jobs at once per process, IMPORTS_PER_HOUR per
-   * account; IMPORT_LEASE_MS (the process tests shorten it): how long a crashed process's job waits
-   * before it is resumed. Undefined: the default (import-runner.ts, 15 s).
+   * CSV imports: IMPORT_CONCURRENCY jobs at once per process, IMPORTS_PER_HOUR per account;
+   * IMPORT_LEASE_MS (tests shorten it): how long a crashed process's job waits before it resumes.
    */
   readonly imports: { readonly concurrency: number; readonly perHour: number; readonly leaseMs?: number }
   /** METRICS_TOKEN: a scrape of /metrics brings it as a bearer token; unset, only local direct scrapes are answered. */
@@ -86,9 +84,8 @@ export interface WebhooksConfig {
   /** Development and tests only: allow http: and loopback/private targets. */
   readonly allowPrivateUrls: boolean
   /**
-   * WEBHOOK_LEASE_MARGIN_MS (the process tests shorten it): the room a claim's lease leaves beyond the
-   * timeout (delivery-worker.ts, default 30 s), shortened so that the kill -9 tests of
-   * test/webhooks-*.test.ts see a killed attempt retried within seconds. Undefined: the default.
+   * WEBHOOK_LEASE_MARGIN_MS: the room a claim's lease leaves beyond the timeout (delivery-worker.ts);
+   * the kill -9 tests shorten it to see a killed attempt retried within seconds.
    */
   readonly leaseMarginMs?: number
 }

@@ -37,7 +37,6 @@ export interface Deps {
   readonly database: DatabaseHandle
   readonly clock: Clock
   readonly keyVerifier: KeyVerifier
-  /** Revoke or roll a key: publish here so every instance forgets it at once. */
   readonly keyRevocations: KeyRevocations
   readonly rateLimiter: RateLimiter
   readonly metrics: Metrics
@@ -46,7 +45,7 @@ export interface Deps {
   readonly secret: string
   /** The one way contacts are written (src/contacts/contact-service.ts). */
   readonly contacts: ContactService
-  /** Runs CSV import jobs off the request path (src/imports/); `serve` starts its polling. */
+  /** Runs CSV import jobs off the request path; `serve` starts its polling. */
   readonly imports: ImportRunner
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
@@ -165,10 +164,8 @@ export function createDeps(
 }
 
 /**
- * ioredis is loaded only when REDIS_URL is set (most single instances have no Redis): 2.2 MiB of
- * V8 heap that a process without Redis never uses (with the lazy delivery worker of server.ts,
- * 3 MiB less RSS for `serve --api-only`: docs/performance.md, "RSS"; test/api-only.test.ts checks
- * it is not loaded). ioredis is CommonJS, so a synchronous require keeps createDeps synchronous.
+ * ioredis is loaded only when REDIS_URL is set: most single instances have no Redis
+ * (docs/design.md#operations). It is CommonJS, so a synchronous require keeps createDeps synchronous.
  */
 function loadRedis(): typeof Redis {
   return (createRequire(import.meta.url)('ioredis') as typeof import('ioredis')).Redis
@@ -180,9 +177,8 @@ function listenUrl(database: Extract<Config['database'], { kind: 'postgres' }>):
 }
 
 /**
- * Behind a transaction pooler with neither DATABASE_DIRECT_URL nor REDIS_URL, no revocation push
- * reaches this instance; it still refuses a revoked key within 1 s (DESIGN §5), because a key is
- * then cached for 1 s instead of 5 s: one more key lookup per key per second. Said once at start.
+ * Behind a transaction pooler with neither DATABASE_DIRECT_URL nor REDIS_URL no revocation push
+ * reaches this instance, so keys are cached briefly instead (docs/design.md#authentication). Said at start.
  */
 export function revocationPushWarning(config: Config): string | undefined {
   const { database } = config
@@ -201,10 +197,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.database.close()
 }
 
-/**
- * SQLite needs no setup: the secret is generated on first start and kept beside the database
- * (mode 0600), so cursors stay valid across restarts and the CLI signs alike.
- */
+/** On SQLite the secret is generated at first start and kept beside the database (mode 0600). */
 function localSecret(config: Config): string {
   if (config.database.kind !== 'sqlite' || config.database.path === ':memory:') {
     return randomBytes(32).toString('hex')
@@ -217,8 +210,7 @@ function localSecret(config: Config): string {
       throw error
     }
   }
-  // The secret signs cursors, sessions and CSRF tokens: one that another user could read, write or
-  // have put there (the database in /tmp puts it at /tmp/secret) is refused, not used.
+  // A secret that another user could read, write or have put there (as in /tmp) is refused, not used.
   const stat = statSync(file)
   const uid = process.getuid?.()
   if (uid !== undefined && (stat.uid !== uid || (stat.mode & 0o077) !== 0)) {

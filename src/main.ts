@@ -15,14 +15,10 @@ if (runtime.warning !== undefined) {
 }
 
 /**
- * Measured under the bench's load (docs/performance.md, "RSS"): V8 pretenures allocation sites
- * whose objects survived a few scavenges (start-up, the first requests), after which pg's row
- * objects and strings of every page were kept until a full collection: 3.4 MB promoted per
- * scavenge instead of 0.5, and 20 % more CPU per page. And it lets the old generation reach four
- * times the live heap before collecting it (220 MB RSS); 1.5 times keeps a server near 145 MB at
- * the same CPU. Both flags are read at each collection, so setting them here, before any
- * application module is loaded, takes effect; a flag given on the command line or in
- * NODE_OPTIONS wins.
+ * V8 pretenures allocation sites whose objects survived start-up, after which every page's short-lived
+ * rows were kept until a full collection; and it lets the old generation grow to four times the live
+ * heap. Both flags are read at each collection, so setting them here takes effect; a flag given on
+ * the command line or in NODE_OPTIONS wins. Measurements: docs/performance.md, "V8 heap settings".
  */
 const HEAP_FLAGS = ['--no-allocation-site-pretenuring', '--heap-growing-percent=50']
 
@@ -35,17 +31,10 @@ for (const flag of HEAP_FLAGS) {
 }
 
 /**
- * V8 sizes the young generation from the machine's memory: on a 24 GiB host Node 24 gives a server
- * a 64 MiB young generation from start-up on and 96–128 MiB under load (Node 20 stopped at 32).
- * Capped at 8 MiB semi-spaces (16 MiB in all), `serve` on SQLite idles at 138 MiB instead of 183
- * and peaks at 158 instead of 208 under the list and /me load (PostgreSQL: 160 instead of 256), at
- * no more CPU per request (docs/performance.md, "RSS": `npm run bench:rss`, interleaved runs).
- * V8 reads this limit once, when it creates the heap, so v8.setFlagsFromString is too late: for
- * the long-running commands, when neither the command line nor NODE_OPTIONS sets it (any value
- * wins; `--max-semi-space-size=0` is V8's own sizing), this process replaces itself once with the
- * same command plus the flag (process.execve: same PID, open files and signals; about one node
- * start-up, before any application module is loaded). Where execve is missing (Windows), it runs
- * as it is.
+ * V8 sizes the young generation from the machine's memory, far beyond what a server needs; capped, it
+ * takes much less memory at no more CPU (docs/performance.md, "RSS and the API-only process"). V8
+ * reads the limit only when it creates the heap, so the long-running commands re-execute themselves
+ * once with the flag (process.execve: same PID), unless the command line or NODE_OPTIONS sets it.
  */
 const SEMI_SPACE_FLAG = '--max-semi-space-size=8'
 const LONG_RUNNING = new Set(['serve', 'worker'])

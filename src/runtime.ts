@@ -1,7 +1,6 @@
 /**
- * The Node lines the service supports: package.json's engines, scripts/runtime.mjs and CI's legs
- * say the same (docs/runtime.md). Below 22 is refused: better-sqlite3 13's binary crashes the
- * process on Node 20 at the first query, so starting would only defer the crash.
+ * The Node lines the service supports, as package.json's engines and scripts/runtime.mjs say
+ * (docs/runtime.md). Below 22 is refused: better-sqlite3's binary crashes Node 20 at the first query.
  */
 export const SUPPORTED_NODE_LINES = [22, 24, 26] as const
 

@@ -1,6 +1,5 @@
-// Starts the service: migrate, build, listen, deliver webhooks (WEBHOOK_WORKER); or, as
-// `contacts-api worker`, deliver webhooks with only /healthz, /readyz and /metrics. On SIGTERM/SIGINT
-// drain in-flight requests and attempts, then close.
+// Starts the service in one of its roles (docs/design.md#operations): migrate, build, listen, deliver
+// webhooks; on SIGTERM/SIGINT drain requests and attempts under way, then close.
 import Fastify, { type FastifyInstance } from 'fastify'
 import { hasAnyAccount } from './accounts/accounts.store.js'
 import { buildApp } from './app.js'
@@ -25,12 +24,7 @@ export interface RunningServer {
   close(): Promise<void>
 }
 
-/**
- * `serve` answers the API and the web app; `api-only` (`serve --api-only`) the API, its OpenAPI
- * document and the probes, without loading the web app, Swagger UI or the CSV import runner (an
- * instance for API traffic only, in less memory); `worker` only delivers webhooks (and answers
- * health and metrics).
- */
+/** `serve`: API and web app; `api-only`: the API, its document and the probes; `worker`: webhooks only. */
 export type Role = 'serve' | 'api-only' | 'worker'
 
 export async function startServer(config: Config, role: Role = 'serve'): Promise<RunningServer> {
@@ -65,8 +59,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     // uploaded through the web app, so an API-only process leaves them to a full `serve`.
     deps.imports.start((error, job) => app.log.error({ err: error, import: job }, 'CSV import failed'))
   }
-  // Expired idempotency keys, sign-in failures, web sessions, and events, deliveries and finished imports past EVENT_RETENTION_DAYS
-  // are purged at start and then hourly (events and deliveries in batches: see purgeExpiredEvents).
+  // Expired rows are purged at start and then hourly; events and deliveries in batches.
   const purge = () =>
     Promise.all([
       purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
@@ -92,12 +85,10 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
 
   let closing: Promise<void> | undefined
   const close = () => {
-    // app.close() stops accepting, lets in-flight requests finish, then we close the database.
     clearInterval(purgeTimer)
     if (!closing) {
-      // A response already under way at the signal (a long CSV export) was sent with keep-alive:
-      // its connection is closed once it goes idle, or the close would wait keepAliveTimeout (72 s)
-      // for the client to hang up (test/shutdown.test.ts).
+      // A response under way at the signal (a long CSV export) keeps its connection alive: close it once
+      // idle, or the close would wait keepAliveTimeout for the client to hang up.
       const sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS)
       const served = app.close().finally(() => clearInterval(sweep))
       closing = Promise.all([served, worker?.stop(), deps.imports.stop()]).then(() => closeDeps(deps))
@@ -122,7 +113,6 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
 /** How often a closing server closes the connections that went idle since the signal. */
 const IDLE_SWEEP_MS = 250
 
-/** What `contacts-api worker` answers: liveness, readiness and metrics, nothing of the API. */
 async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({ logger: loggerOptions(deps.config) })
   installMetrics(app, deps.metrics, deps.config.metricsToken)
@@ -131,10 +121,8 @@ async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
 }
 
 /**
- * The delivery worker is imported only by a process that runs it: its `import http from
- * 'node:http'` (webhook-post.ts) makes Node 24 load the undici it bundles for fetch (745 KB of
- * source, 2.3 MiB of heap), which an API-only process with WEBHOOK_WORKER=off never needs
- * (docs/performance.md, "RSS"; test/api-only.test.ts checks which process loads it).
+ * The delivery worker is imported only by a process that runs it: its `node:http` import makes Node
+ * load its bundled undici, which an API-only process never needs (docs/design.md#operations).
  */
 async function deliveryWorker(deps: Deps, app: FastifyInstance): Promise<DeliveryWorker> {
   const { startDeliveryWorker } = await import('./webhooks/delivery-worker.js')

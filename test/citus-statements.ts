@@ -169,7 +169,7 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
   },
   {
     name: 'fan-out: anything new in the feed',
-    source: 'hasUndispatchedEvents (src/webhooks/delivery-queue.ts), each worker tick',
+    source: 'hasUndispatchedEvents (src/webhooks/delivery-dispatch.ts), each worker tick',
     reason: 'the fan-out walks one feed of all accounts in position order',
     onCitus: 'multi-shard; see "The event feed on Citus": replaced by a per-account cursor',
     dialects: both,
@@ -177,7 +177,7 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
   },
   {
     name: 'fan-out: the next batch of events',
-    source: 'dispatchEvents (src/webhooks/delivery-queue.ts)',
+    source: 'dispatchEvents (src/webhooks/delivery-dispatch.ts)',
     reason: 'as above: one cursor over every account’s events',
     onCitus: 'multi-shard with a global order it cannot have: see "The event feed on Citus"',
     dialects: both,
@@ -185,7 +185,7 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
   },
   {
     name: "fan-out: the batch's endpoints",
-    source: 'dispatchEvents (src/webhooks/delivery-queue.ts)',
+    source: 'dispatchEvents (src/webhooks/delivery-dispatch.ts)',
     reason: 'one batch holds the events of several accounts: account_id in (…) of each',
     onCitus: 'a multi-shard select pruned to the shards of the listed accounts',
     dialects: both,
@@ -193,7 +193,7 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
   },
   {
     name: "the worker's claim of due endpoints",
-    source: 'dueEndpoints (src/webhooks/delivery-queue.ts), each worker tick',
+    source: 'dueEndpoints (src/webhooks/delivery-claim.ts), each worker tick',
     reason: 'a worker serves every account: it looks for whatever endpoint is due first',
     onCitus:
       'a multi-shard top-N (each shard sends its first N by due_at, the coordinator merges); the claim that follows is a router transaction',

@@ -1,7 +1,5 @@
-// Scenario `list-304`: a polling client that asks for the first page of its contacts with
-// If-None-Match and gets 304 Not Modified, nothing having changed (issue 15.5: ≥ 50 % of raw
-// node:http sending the same 304). What it costs the server: authentication, one indexed lookup of
-// the account's newest event (src/contacts/contacts.list-version.ts) and a hash; no contact is read.
+// Scenario `list-304`: a polling client whose list page is answered 304, nothing having changed
+// (bench/README.md#run).
 import type { ScenarioContext } from '../scenarios.js'
 
 /** The page the `list` scenario loads; polled conditionally. */

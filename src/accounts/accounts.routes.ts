@@ -17,8 +17,7 @@ export const AccountSchema = Type.Object(
   {
     object: Type.Literal('account'),
     id: PrefixedId('account'),
-    // Account names are 1-ACCOUNT_NAME_MAX (256) characters. Key names are 1-100 (KEY_NAME_MAX), but
-    // keys named through the CLI before that limit may have up to 256.
+    // Key names are at most KEY_NAME_MAX, but keys named through the CLI before that limit may be longer.
     name: Type.String({ maxLength: STRING_MAX }),
     created_at: Timestamp,
     api_key: Type.Object({

@@ -1,6 +1,5 @@
-// The limit on accounts one person owns (MAX_ACCOUNTS_PER_PERSON): a free sign-up cannot mint
-// tenants without end. Checked before creating one; two concurrent creations by one person can
-// each pass it, so the overshoot is at most that person's concurrent requests minus one.
+// The limit on accounts one person owns (MAX_ACCOUNTS_PER_PERSON), so sign-up cannot mint tenants
+// without end. Not serialized: concurrent creations by one person can overshoot it by a few.
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 

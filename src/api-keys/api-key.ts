@@ -20,10 +20,7 @@ export function parseStoredScopes(text: string): Scope[] {
 
 export const generateApiKey = (prefix: string): string => `${prefix}_live_${randomAlphanumeric(KEY_RANDOM_LENGTH)}`
 
-/**
- * A plain SHA-256 is enough: the key carries 190 bits of randomness, so there is nothing to
- * brute-force, and (unlike an HMAC with SECRET) keys survive a rotation of SECRET.
- */
+/** A plain SHA-256 is enough, and survives a rotation of SECRET (docs/design.md#authentication). */
 export const hashApiKey = (key: string): string => sha256Hex(key)
 
 /** What lists show instead of the key: `service_live_…` and its last four characters. */
@@ -31,10 +28,7 @@ export const redactApiKey = (prefix: string, last4: string): string => `${prefix
 
 export type ParsedAuthorization = { ok: true; key: string } | { ok: false }
 
-/**
- * Checks the header's shape before anything touches the database. The scheme is
- * case-insensitive (RFC 9110 §11.1); the key must match the format exactly.
- */
+/** Checks the header's shape before anything touches the database; the scheme is case-insensitive (RFC 9110). */
 export function parseAuthorization(header: string | undefined, keyPattern: RegExp): ParsedAuthorization {
   if (header === undefined || header.length > 200) {
     return { ok: false }

@@ -1,6 +1,5 @@
-// API key storage: insert, find for verification, list, revoke, expire, record use. Tenant-scoped
-// except the lookups by digest (how a request finds its tenant) and by id (the CLI). A change
-// with its audit entry and revocation push is key-lifecycle.ts.
+// API key storage, tenant-scoped but for the lookups by digest (how a request finds its tenant) and
+// by id (the CLI). Changes with their audit entry and revocation push: key-lifecycle.ts.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { newId } from '../lib/ids.js'
@@ -34,7 +33,6 @@ export interface IssueApiKeyInput {
   prefix: string
 }
 
-/** Returns the stored key and, this once, its secret. */
 export async function issueApiKey(
   db: Kysely<Database>,
   accountId: string,
@@ -119,7 +117,6 @@ export async function revokeApiKey(
   return Number(result.numUpdatedRows) > 0
 }
 
-/** One key of one account (for the settings page). */
 export async function findApiKey(
   db: Kysely<Database>,
   accountId: string,

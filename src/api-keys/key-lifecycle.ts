@@ -1,6 +1,6 @@
-// The lifecycle of an API key: issue, revoke, roll. The command line and the web application both
-// change keys here. Each change commits with its audit entry; then a revoked or rolled-out key is
-// pushed to every instance, so their verification caches forget it at once (DESIGN §5).
+// Issuing, revoking and rolling API keys, for the command line and the web app alike: each change
+// commits with its audit entry, then a key taken out is pushed to every instance's cache
+// (docs/design.md#authentication).
 import type { Kysely } from 'kysely'
 import { type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
@@ -31,15 +31,11 @@ export interface IssuedKey {
   secret: string
 }
 
-/**
- * Whether the other instances heard of a revoked or rolled-out key. False when the push was lost:
- * the change is committed all the same, and their cache TTL bounds the delay.
- */
+/** Whether the other instances heard of it; when not, the change stands and their cache TTL bounds the delay. */
 export interface Pushed {
   pushed: boolean
 }
 
-/** Issues a key to the account, with its audit entry. */
 export async function issueKey(
   deps: KeyLifecycleDeps,
   accountId: string,
@@ -66,10 +62,7 @@ export async function issueKeyIn(
   return issued
 }
 
-/**
- * Revokes the key, with its audit entry, and pushes the revocation. Idempotent: a key revoked
- * already keeps its first revocation and gets no second entry, but is pushed again.
- */
+/** Revokes and pushes. Idempotent: a key revoked already keeps its first revocation and entry, but is pushed again. */
 export async function revokeKey(
   deps: KeyLifecycleDeps,
   { apiKey, keyHash }: StoredApiKey,

@@ -1,7 +1,6 @@
-// Telling every instance that a key was revoked or rolled out, so its cached verification is
-// dropped at once: Redis pub/sub when configured, else PostgreSQL LISTEN/NOTIFY, else in-process.
-// Behind a transaction-mode pooler LISTEN needs a direct connection (DATABASE_DIRECT_URL): a
-// pooled one is handed to other clients between transactions, and notifications go nowhere.
+// Telling every instance that a key was revoked or rolled out: Redis pub/sub, else PostgreSQL
+// LISTEN/NOTIFY, else in-process (docs/design.md#authentication). LISTEN needs a session of its own:
+// behind a transaction pooler, DATABASE_DIRECT_URL.
 import type { Redis } from 'ioredis'
 import { type Kysely, sql } from 'kysely'
 import pg from 'pg'
@@ -10,15 +9,11 @@ import type { Database } from '../db/schema.js'
 const CHANNEL = 'contacts_api_key_revoked'
 
 export interface KeyRevocations {
-  /**
-   * True when the instances hear each other's publish() (this one included); the verification
-   * cache may then live 5 s, not 1 s.
-   */
+  /** True when every instance hears publish(): the verification cache may then live longer. */
   readonly shared: boolean
   /**
-   * Drops the key from every instance's cache (this one's included). Best effort: false when the
-   * push could not be sent, and then the other instances' cache TTL bounds the delay (DESIGN §5).
-   * The revocation itself is already committed, so a lost push is no reason to fail the request.
+   * Drops the key from every instance's cache. Best effort: false when the push could not be sent;
+   * the revocation is committed and the cache TTL bounds the delay, so the request does not fail.
    */
   publish(keyHash: string): Promise<boolean>
   /** Connects the listening side (before serving). */
@@ -50,7 +45,7 @@ export function redisRevocations(redis: Redis, onRevoked: OnRevoked): KeyRevocat
   const subscriber = redis.duplicate({ enableOfflineQueue: true })
   subscriber.on('message', (_channel: string, keyHash: string) => onRevoked(keyHash))
   subscriber.on('error', () => {
-    // Reconnects by itself; meanwhile the 5 s cache TTL bounds a missed message.
+    // Reconnects by itself; meanwhile the cache TTL bounds a missed message.
   })
   return {
     shared: true,
@@ -68,9 +63,8 @@ export function redisRevocations(redis: Redis, onRevoked: OnRevoked): KeyRevocat
 }
 
 /**
- * NOTIFY through `db` (a transaction-scoped statement, fine through a pooler), LISTEN on its own
- * connection to `listenUrl`. Without one (a pooler and no direct URL) this instance still tells the
- * others but hears nothing: `shared` is false, so its cache keeps keys for 1 s, not 5 s.
+ * NOTIFY through `db` (fine through a pooler), LISTEN on its own connection to `listenUrl`. Without
+ * one this instance tells the others but hears nothing: `shared` is false, so its cache is short.
  */
 export function postgresRevocations(
   listenUrl: string | undefined,
@@ -88,7 +82,7 @@ export function postgresRevocations(
       }
     })
     client.on('error', () => {
-      // A lost LISTEN connection is re-opened; the 5 s cache TTL covers the gap.
+      // A lost LISTEN connection is re-opened; the cache TTL covers the gap.
       listener = undefined
       client.end().catch(() => {})
       if (!stopped) {

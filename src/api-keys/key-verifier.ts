@@ -1,21 +1,16 @@
-// Verifies bearer keys on the request path: format check, then a short-lived in-memory cache in
-// front of the digest lookup, and last-use times and daily request counts written in batches
-// off the request path.
+// Verifies bearer keys: a short-lived in-memory cache in front of the digest lookup; last-use times
+// and daily request counts written in batches off the request path.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import { hashApiKey } from './api-key.js'
 import { findKeyByHash, type KeyWithAccount, keyState, recordKeysLastUsed, recordKeyUsage } from './api-keys.store.js'
 
-/**
- * How long a verification is trusted. With a push channel that reaches every instance (Redis,
- * PostgreSQL NOTIFY) revocations arrive at once and the TTL only bounds a lost message: 5 s
- * (DESIGN §5). Without one (SQLite, where the CLI is another process), 1 s keeps the 1 s promise.
- */
+/** How long a verification is trusted, with and without a push channel (docs/design.md#authentication). */
 export const CACHE_TTL_PUSHED_MS = 5000
 export const CACHE_TTL_UNPUSHED_MS = 1000
 const CACHE_MAX_ENTRIES = 10_000
-/** last_used_at is written at most once a minute per key (DESIGN §5). */
+/** last_used_at is written at most once a minute per key (docs/design.md#authentication). */
 const LAST_USED_RESOLUTION_MS = 60_000
 const FLUSH_MS = 5_000
 const DAY_MS = 86_400_000
@@ -27,7 +22,6 @@ interface CacheEntry {
   activeUntil: number
 }
 
-/** When keyState(found.key, t) stops being 'active', as a number to compare on every request. */
 function activeUntil({ key }: KeyWithAccount): number {
   if (key.revoked_at !== null) {
     return Number.NEGATIVE_INFINITY
@@ -44,17 +38,13 @@ function activeUntil({ key }: KeyWithAccount): number {
 export const NOT_CACHED = Symbol('not cached')
 
 export interface KeyVerifier {
-  /** The key's account and key record when the key is active; undefined otherwise. */
   verify(key: string): Promise<KeyWithAccount | undefined>
   /**
-   * verify() without a promise when the key's verification is cached (every request of a busy
-   * key): the same answer, the same accounting; NOT_CACHED when it must be looked up. Takes the
-   * key's digest (hashApiKey), which a caller may have kept from an earlier request.
+   * verify() without a promise when the key's verification is cached (every request of a busy key);
+   * NOT_CACHED when it must be looked up. Takes the key's digest, which a caller may have kept.
    */
   verifyCached(keyHash: string): KeyWithAccount | undefined | typeof NOT_CACHED
-  /** Forget a key at once (after a revocation through this process). */
   invalidate(keyHash: string): void
-  /** Write pending last-use times and request counts now (tests, shutdown). */
   flush(): Promise<void>
   close(): Promise<void>
 }
@@ -65,15 +55,11 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   let pendingUses = new Map<string, { accountId: string; keyId: string; at: string }>()
   let pendingCounts = new Map<string, { accountId: string; keyId: string; day: string; requests: number }>()
 
-  /**
-   * Lookups in flight, shared by the requests that arrive meanwhile: when a busy key's entry
-   * expires, one query refreshes it instead of one per concurrent request.
-   */
+  // Lookups in flight, shared: when a busy key's entry expires, one query refreshes it.
   const loading = new Map<string, Promise<KeyWithAccount | undefined>>()
   /** Counts invalidate() calls: a lookup that began before one must not fill the cache. */
   let invalidations = 0
 
-  /** The fresh cache entry of a digest, if any. */
   function fresh(keyHash: string, now: number): CacheEntry | undefined {
     const cached = cache.get(keyHash)
     return cached && now - cached.loadedAt < cacheTtlMs ? cached : undefined
@@ -100,7 +86,6 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
   async function load(keyHash: string, now: number): Promise<KeyWithAccount | undefined> {
     const generation = invalidations
     const found = await findKeyByHash(db, keyHash, prefix)
-    // Re-inserted at the end, so the insertion order stays oldest-loaded first.
     cache.delete(keyHash)
     if (found && generation === invalidations) {
       if (cache.size >= CACHE_MAX_ENTRIES) {
@@ -186,7 +171,6 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
       if (!cached) {
         return NOT_CACHED
       }
-      // keyState's answer, computed when the entry was loaded: active until expires_at (exclusive).
       if (now >= cached.activeUntil) {
         return undefined
       }

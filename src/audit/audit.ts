@@ -1,6 +1,5 @@
-// The audit log of sensitive account actions (issuing, rolling and revoking API keys; checklist
-// API6). Each entry is written in the transaction of the action it records, so one never exists
-// without the other. The log also bounds how fast an account can change its keys from the web.
+// The audit log of sensitive account actions, each entry written in the transaction of the action it
+// records. It also counts how fast a person issues keys from the web.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Db } from '../db/transaction.js'
@@ -41,9 +40,8 @@ export interface AuditRecord {
 }
 
 /**
- * Keys one person may issue (create or roll) in an account through the web application per hour
- * (the CLI is not limited). Per person, so a member spending it never blocks an owner; revoking is
- * never limited, because it is what one does when a key leaks.
+ * Keys one person may issue (create or roll) in an account from the web per hour. Per person, so a
+ * member spending it never blocks an owner; revoking, what one does when a key leaks, is never limited.
  */
 export const KEY_ISSUES_PER_HOUR = 30
 const KEY_ISSUE_WINDOW: SlidingWindow = { max: KEY_ISSUES_PER_HOUR, windowMs: 3600_000 }
@@ -65,10 +63,7 @@ export async function recordAudit(db: Db, accountId: string, entry: AuditEntry, 
     .execute()
 }
 
-/**
- * Seconds until this person may issue a key in the account again, or 0: the log of the last hour is
- * the budget, so it is shared by every instance without another store.
- */
+/** Seconds until this person may issue a key in the account again, or 0: the last hour's log is the budget. */
 export async function keyIssueRetryAfter(
   db: Kysely<Database>,
   accountId: string,
@@ -114,10 +109,7 @@ export async function listAudit(db: Kysely<Database>, accountId: string, limit: 
   }))
 }
 
-/**
- * The keys this person issued in the account, from the log: the targets of their `api_key.created`
- * entries and the new keys of their `api_key.rolled` ones (keys the command line issued have no person).
- */
+/** The keys this person issued in the account (created or rolled), from the log. */
 export async function keysIssuedBy(db: Kysely<Database>, accountId: string, userId: string): Promise<Set<string>> {
   const rows = await db
     .selectFrom('audit_log')

@@ -112,11 +112,7 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
   }
 }
 
-/**
- * Starts the server; a failure the operator can fix (a setting that names an unreachable service,
- * a transaction pooler without DATABASE_POOLER=transaction) is one line on stderr, not a stack.
- * Anything else is thrown on (main.ts prints its stack).
- */
+/** Starts the server; a failure the operator can fix (StartError) is one line on stderr, not a stack. */
 async function startOrSay(config: Config, role: 'serve' | 'api-only' | 'worker', io: CliIo) {
   try {
     return await startServer(config, role)
@@ -327,11 +323,7 @@ const COMMANDS: Record<string, CommandSpec> = {
 /** Key changes from the command line are audited as made by no one person (the operator). */
 const COMMAND_LINE = null
 
-/**
- * The command line serves nothing, so it connects to Redis (or LISTEN) only to push a revocation,
- * after the commit; a connection that fails is a lost push. Without a shared channel no server
- * can hear it, and nothing is sent.
- */
+/** The command line connects to Redis (or NOTIFY) only to push a revocation; a failure is a lost push. */
 function pushingFromCli(deps: Deps): KeyLifecycleDeps {
   const publish = async (keyHash: string) =>
     !deps.keyRevocations.shared ||

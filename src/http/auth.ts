@@ -1,4 +1,4 @@
-// Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method (or full access for a whole scope: requireFullAccess).
+// Bearer API key authentication for /api/v1: one hook, one uniform 401, scope by method.
 
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -25,10 +25,8 @@ export function authOf(request: FastifyRequest): AuthContext {
 const READ_METHODS = new Set(['GET', 'HEAD'])
 
 /**
- * Adds the hook to a plugin scope. Every failure (no header, another scheme, malformed,
- * unknown, revoked, expired) gets the same body, so a caller learns nothing about which; an IP
- * that keeps failing gets 429 instead. An authenticated request spends its account's budget.
- * Either way the response carries the RateLimit headers of the budget it spent.
+ * Adds the hook to a plugin scope: one 401 for every failure, 429 for an IP that keeps failing, and
+ * the RateLimit headers of the budget spent (docs/design.md#authentication).
  */
 export function requireApiKey(
   scope: FastifyInstance,
@@ -94,10 +92,8 @@ export function requireApiKey(
 }
 
 /**
- * The last well-formed Authorization header of each connection and its key's digest. A keep-alive
- * client sends the same header on every request: it is parsed and hashed once per connection. The
- * header is only ever compared with the one the same connection sent before (nothing another
- * client sent), and only the parsing and the digest are skipped: the key is verified as always.
+ * The last well-formed Authorization header of each connection and its key's digest, so a keep-alive
+ * client's header is parsed and hashed once. The key is still verified on every request.
  */
 const lastKeys = new WeakMap<Socket, { header: string; key: string; keyHash: string }>()
 
@@ -116,5 +112,4 @@ export function requireFullAccess(scope: FastifyInstance, what: string): void {
   })
 }
 
-/** The account of a request, when it has been authenticated (for the request log). */
 export const accountIdOf = (request: FastifyRequest): string | undefined => contexts.get(request)?.account.id

@@ -1,18 +1,13 @@
-// Conditional requests (RFC 9110 §13): entity tags, the If-Match and If-None-Match request headers
-// and their evaluation in the RFC's order, the 304 and the 412. What a tag is derived from is the
-// resource's business (contacts.routes.ts, contacts.list-version.ts); this module only compares.
-// docs/conditional-requests.md has the decisions.
+// Conditional requests (RFC 9110 §13): entity tags, If-Match and If-None-Match evaluated in the RFC's
+// order, the 304 and the 412. What a tag is made of is each resource's business; this module only
+// compares (docs/conditional-requests.md).
 import crypto from 'node:crypto'
 import { Type } from '@sinclair/typebox'
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { AppError, invalidParameter } from './errors.js'
 
-/**
- * Longer than any list of tags a client has a use for (80 of ours), short of the 16 KiB header
- * limit. Enforced by parseCondition: with our own validator compiler (http/validation.ts), Fastify
- * does not lowercase a header schema's names, so Ajv never meets these headers; the schemas below
- * document them (in their usual spelling) for the OpenAPI document and the SDK.
- */
+// Enforced by parseCondition: Ajv never meets these headers (our validator compiler does not
+// lowercase header names), so the schemas below only document them.
 const CONDITION_MAX = 2048
 
 const conditionHeader = (name: string, description: string) =>
@@ -32,24 +27,17 @@ const IF_MATCH = conditionHeader(
   'Do it only if the current ETag is one of these (strong comparison): else 412 `precondition_failed` and nothing changes.',
 )
 
-/** The request headers of a route that reads a resource with an ETag (GET, and so HEAD). */
 export const ReadConditionHeaders = Type.Object({ 'If-None-Match': IF_NONE_MATCH, 'If-Match': IF_MATCH })
-/** The request headers of a route that changes or deletes a resource with an ETag. */
 export const WriteConditionHeaders = Type.Object({ 'If-Match': IF_MATCH, 'If-None-Match': IF_NONE_MATCH })
 
-/**
- * The `config` of a route whose handler evaluates If-Match and If-None-Match on a write: see
- * refuseUnevaluatedConditions. Typed as Fastify's (empty) route config, which declares no such key.
- */
+/** The `config` of a write route whose handler evaluates its conditions (refuseUnevaluatedConditions). */
 export const EVALUATES_CONDITIONS: FastifyContextConfig = { evaluatesConditions: true } as FastifyContextConfig
 
 interface EntityTag {
   weak: boolean
-  /** With its double quotes, as sent. */
   opaque: string
 }
 
-/** `*`, or the tags listed. */
 type Condition = '*' | EntityTag[]
 
 export interface Preconditions {
@@ -59,14 +47,12 @@ export interface Preconditions {
 
 export type Outcome = 'proceed' | 'not_modified' | 'precondition_failed'
 
-// RFC 9110 §8.8.3: entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text;
-// the elements of a list are separated by commas with optional whitespace.
+// RFC 9110 §8.8.3: entity-tag = [ "W/" ] DQUOTE *etagc DQUOTE, etagc = %x21 / %x23-7E / obs-text.
 const ENTITY_TAG = /^(W\/)?("[\x21\x23-\x7e\x80-\xff]*")$/
 
 /**
- * The header's condition, or undefined when it is absent or empty (an empty list, which RFC 9110
- * §5.6.1 has a recipient accept). Anything else that is not `*` or a list of entity tags is 400:
- * an unquoted tag, the commonest mistake, would otherwise never match and fail silently.
+ * The header's condition, or undefined when absent or empty. Anything but `*` or a list of entity tags
+ * is 400: an unquoted tag, the commonest mistake, would otherwise never match and fail silently.
  */
 function parseCondition(name: string, value: string | string[] | undefined): Condition | undefined {
   // Node joins repeated If-Match / If-None-Match lines with ", ", as the list syntax allows.
@@ -111,18 +97,13 @@ export function preconditionsOf(request: FastifyRequest): Preconditions | undefi
   return parsed.ifMatch === undefined && parsed.ifNoneMatch === undefined ? undefined : parsed
 }
 
-/** Strong comparison (§8.8.3.2): both strong, same opaque tag. */
 const strongMatch = (tag: EntityTag, current: string) => !tag.weak && tag.opaque === current
-/** Weak comparison: the opaque tags are the same, whatever their W/ (our tags are all strong). */
 const weakMatch = (tag: EntityTag, current: string) => tag.opaque === current
 
 /**
- * RFC 9110 §13.2.2, for a resource that exists: If-Match first (strong comparison; false → 412),
- * then If-None-Match (weak comparison; false → 304 on GET and HEAD, else 412). `current` is the
- * resource's strong ETag, or undefined when it exists but has no tag to give right now (a list page
- * on PostgreSQL while an earlier transaction is open: contacts.list-version.ts), which no listed tag
- * matches. The resource must exist: for a missing one the answer is 404 whatever the headers
- * (§13.2.1: a request that fails without its conditions fails the same with them).
+ * RFC 9110 §13.2.2, for a resource that exists (a missing one is 404 whatever the headers): If-Match
+ * first (strong; false → 412), then If-None-Match (weak; false → 304 on GET and HEAD, else 412).
+ * `current` is undefined when the resource has no tag to give right now; no listed tag matches it.
  */
 export function evaluatePreconditions(
   { ifMatch, ifNoneMatch }: Preconditions,
@@ -151,19 +132,12 @@ export const preconditionFailed = (): AppError =>
     'The resource has changed since the version your If-Match or If-None-Match names; nothing was done. GET it again for its current ETag, then retry the change.',
   )
 
-/**
- * A strong entity tag for these exact bytes: 128 bits of SHA-256, base64url, quoted (24
- * characters). A contact is about 400 bytes: hashing it costs about a microsecond.
- */
+/** A strong entity tag for these exact bytes: 128 bits of SHA-256, base64url, quoted. */
 export function bytesTag(bytes: string | Buffer): string {
   return `"${crypto.hash('sha256', bytes, 'base64url').slice(0, 22)}"`
 }
 
-/**
- * A strong entity tag for what a version stamp says about a representation, keyed: the same key,
- * parts and stamp give the same tag. The key is derived from SECRET, so a tag never outlives the
- * cursors its page carries (they are signed with SECRET too).
- */
+/** A keyed strong tag for a version stamp; keyed from SECRET, it never outlives its page's cursors. */
 export function stampTag(key: string, parts: string): string {
   return `"${crypto.hash('sha256', `${key}\n${parts}`, 'base64url').slice(0, 22)}"`
 }
@@ -185,16 +159,14 @@ export function answerConditionally(
   if (current !== undefined) {
     reply.header('etag', current)
   }
-  // RFC 9110 §15.4.5: a 304 has no body and carries the ETag (and Cache-Control, Request-Id, RateLimit: set earlier).
+  // RFC 9110 §15.4.5: a 304 has no body and carries the ETag (the other headers are set earlier).
   return outcome === 'not_modified' ? reply.code(304).send() : undefined
 }
 
 /**
- * For the writes that evaluate no conditions (every POST, the webhook endpoints' PATCH and
- * DELETE): If-Match or If-None-Match there is 400, not ignored, so a client that counts on
- * lost-update protection learns it has none instead of overwriting. Reads ignore conditions they do
- * not evaluate (a 200 is always a correct answer to a GET). Runs after authentication and
- * validation, so a bad key or body is answered as without the header.
+ * On a write that evaluates no conditions, If-Match or If-None-Match is 400, not ignored: a client
+ * that counts on lost-update protection learns it has none. Reads ignore them (a 200 is always a
+ * correct answer to a GET). Runs after authentication and validation.
  */
 export function refuseUnevaluatedConditions(scope: FastifyInstance): void {
   scope.addHook('preHandler', (request, _reply, done) => {

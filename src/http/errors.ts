@@ -5,6 +5,7 @@ import type { Duplex } from 'node:stream'
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { idLength, idPattern, newId } from '../lib/ids.js'
+import { fieldErrorsOf } from './validation-errors.js'
 
 const CATALOGUE = {
   invalid_api_key: { status: 401, title: 'Invalid API key' },
@@ -58,9 +59,8 @@ export class AppError extends Error {
 export const invalidParameter = (field: string, message: string): AppError =>
   new AppError('invalid_parameter', `${field} ${message}`, { errors: [{ field, message }] })
 
-// A problem echoes what the client sent (an unknown field's name, the URL): detail and each field
-// error are clipped, so a 1 MiB body key does not come back as a 1 MiB problem and the
-// document's maxLength holds. Ajv stops at the first error, the contact rules report a few.
+// A problem echoes what the client sent (a field's name, the URL): clipped, so a huge field name does
+// not come back whole and the document's maxLength holds.
 const PROBLEM_DETAIL_MAX = 1024
 const FIELD_ERROR_TEXT_MAX = 256
 const FIELD_ERRORS_MAX = 20
@@ -147,158 +147,11 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
     .send(body)
 }
 
-const READ_ONLY_FIELDS = new Set(['id', 'object', 'account_id', 'created_at', 'updated_at'])
-
-/** One of Ajv's errors, with the schema it failed (Ajv runs with verbose: true, http/validation.ts). */
-interface Issue {
-  instancePath: string
-  keyword: string
-  params: Record<string, unknown>
-  message?: string
-  parentSchema?: { type?: unknown; minimum?: number; maximum?: number; format?: unknown }
-}
-
-/** What a field error says, and how it merges with the others Ajv reports for the same field. */
-type Finding = { field: string } & (
-  | { kind: 'rule'; message: string }
-  | { kind: 'type'; types: string[] }
-  | { kind: 'choice'; values: string[] }
-)
-
-const UNIONS = new Set(['anyOf', 'oneOf'])
-
-/**
- * Whether an error only echoes a union's other branches. A value that fails Nullable(X) fails X and
- * "must be null", then "must match a schema in anyOf": the union's own error says nothing, and a
- * branch's wrong type says nothing when another branch took the value and failed inside it (deeper)
- * or on a rule of its own (same place).
- */
-function isUnionNoise(issue: Issue, issues: readonly Issue[]): boolean {
-  if (UNIONS.has(issue.keyword)) {
-    return issues.some((other) => !UNIONS.has(other.keyword))
-  }
-  if (issue.keyword !== 'type') {
-    return false
-  }
-  return issues.some(
-    (other) =>
-      !UNIONS.has(other.keyword) &&
-      (other.instancePath.startsWith(`${issue.instancePath}/`) ||
-        (other.instancePath === issue.instancePath && other.keyword !== 'type')),
-  )
-}
-
-const FORMAT_TEXT: Record<string, string> = {
-  'date-time': 'an RFC 3339 date-time, e.g. 2026-01-31T09:00:00Z',
-  email: 'an email address',
-  uri: 'an absolute URL',
-}
-
-const plural = (count: unknown, one: string) => `${count} ${one}${count === 1 ? '' : 's'}`
-
-function findingOf(issue: Issue, error: FastifyError): Finding {
-  const path = issue.instancePath.replace(/^\//, '').replaceAll('/', '.')
-  const { params } = issue
-  const at = path || error.validationContext || 'body'
-  const rule = (message: string): Finding => ({ field: at, kind: 'rule', message })
-  switch (issue.keyword) {
-    case 'additionalProperties': {
-      const name = String(params.additionalProperty)
-      const field = path ? `${path}.${name}` : name
-      if (path === 'custom_fields') {
-        return {
-          field,
-          kind: 'rule',
-          message: 'is not a valid custom field key: use 1-40 letters, digits or underscores',
-        }
-      }
-      return {
-        field,
-        kind: 'rule',
-        message: READ_ONLY_FIELDS.has(name) && !path ? 'is read-only' : 'is not a known field',
-      }
-    }
-    case 'required': {
-      const name = String(params.missingProperty)
-      return { field: path ? `${path}.${name}` : name, kind: 'rule', message: 'is required' }
-    }
-    case 'enum':
-      return { field: at, kind: 'choice', values: (params.allowedValues as unknown[]).map(String) }
-    case 'const':
-      return { field: at, kind: 'choice', values: [String(params.allowedValue)] }
-  }
-  const schema = issue.parentSchema
-  if (schema?.type === 'integer' && schema.minimum !== undefined && schema.maximum !== undefined) {
-    return rule(`must be an integer from ${schema.minimum} to ${schema.maximum}`)
-  }
-  switch (issue.keyword) {
-    case 'type':
-      return { field: at, kind: 'type', types: String(params.type).split(',') }
-    case 'minLength':
-      return rule(params.limit === 1 ? 'must not be empty' : `must be at least ${plural(params.limit, 'character')}`)
-    case 'maxLength':
-      return rule(`must be at most ${plural(params.limit, 'character')}`)
-    case 'minItems':
-      return rule(`must have at least ${plural(params.limit, 'item')}`)
-    case 'maxItems':
-      return rule(`must have at most ${plural(params.limit, 'item')}`)
-    case 'maxProperties':
-      return rule(`must have at most ${plural(params.limit, 'key')}`)
-    case 'uniqueItems':
-      return rule('must not repeat an item')
-    case 'format': {
-      const format = String(params.format)
-      return rule(`must be ${FORMAT_TEXT[format] ?? `in the format ${format}`}`)
-    }
-    case 'pattern':
-      if (params.pattern === '\\S') {
-        return rule('must not be blank')
-      }
-  }
-  return rule(issue.message ?? 'is invalid')
-}
-
-const TYPE_TEXT: Record<string, string> = {
-  string: 'a string',
-  number: 'a number',
-  integer: 'an integer',
-  boolean: 'a boolean',
-  object: 'an object',
-  array: 'an array',
-  null: 'null',
-}
-
-/** "a, b or c" */
-const oneOf = (items: string[]): string =>
-  items.length > 1 ? `${items.slice(0, -1).join(', ')} or ${items[items.length - 1]}` : (items[0] ?? '')
-
-/** One error per field: a rule it broke if any, else the values or types it may take, merged. */
-function perField(findings: Finding[]): FieldError[] {
-  const fields = new Map<string, Finding[]>()
-  for (const finding of findings) {
-    fields.set(finding.field, [...(fields.get(finding.field) ?? []), finding])
-  }
-  return [...fields].map(([field, all]) => {
-    const rule = all.find((finding) => finding.kind === 'rule')
-    if (rule) {
-      return { field, message: rule.message }
-    }
-    const values = [...new Set(all.flatMap((finding) => (finding.kind === 'choice' ? finding.values : [])))]
-    if (values.length > 0) {
-      return { field, message: values.length === 1 ? `must be ${values[0]}` : `must be one of ${values.join(', ')}` }
-    }
-    const types = [...new Set(all.flatMap((finding) => (finding.kind === 'type' ? finding.types : [])))]
-    return { field, message: `must be ${oneOf(types.map((type) => TYPE_TEXT[type] ?? type))}` }
-  })
-}
-
-/** Translates Ajv's errors into one error per field, each a line a client can act on. */
 function fromValidation(error: FastifyError): AppError {
-  const issues = (error.validation ?? []) as Issue[]
-  const errors = perField(issues.filter((issue) => !isUnionNoise(issue, issues)).map((i) => findingOf(i, error)))
+  const errors = fieldErrorsOf(error)
   const first = errors[0] ?? { field: 'request', message: 'is invalid' }
   if (error.validationContext === 'querystring' && first.field === 'after') {
-    // Too long to be a cursor: a bad cursor like any other (DESIGN §8).
+    // Too long to be a cursor: a bad cursor like any other.
     return new AppError('invalid_cursor', 'after is not a cursor this query issued; pass next_cursor back unchanged.', {
       errors: [{ field: 'after', message: 'is not a valid cursor for this query' }],
     })
@@ -361,10 +214,8 @@ export function toAppError(error: FastifyError | Error): AppError | undefined {
 }
 
 /**
- * What a connection gets when Node's HTTP parser refuses its request before Fastify sees it (a
- * malformed request, headers over 16 KiB, a request slower than REQUEST_TIMEOUT_MS): a problem like
- * any other, with its own request id, instead of Fastify's `{"error": …}`. The connection closes:
- * after a parse error its bytes cannot be trusted to frame another request.
+ * A problem, not Fastify's `{"error": …}`, for a request Node's HTTP parser refused (malformed, headers
+ * too large, too slow). The connection closes: its bytes cannot be trusted to frame another request.
  */
 export function clientErrorHandler(error: Error & { code?: string }, socket: Duplex): void {
   if (error.code === 'ECONNRESET' || socket.destroyed || !socket.writable) {

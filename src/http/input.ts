@@ -1,5 +1,5 @@
-// Request input rules: JSON bodies only (anything else is 415), prototype poisoning refused,
-// and no U+0000 anywhere (PostgreSQL cannot store it; DESIGN §4).
+// Request input rules: JSON bodies only (anything else is 415), prototype poisoning refused, and no
+// U+0000 anywhere (docs/design.md#identifiers-and-storage).
 import type { FastifyInstance } from 'fastify'
 import { AppError } from './errors.js'
 
@@ -19,9 +19,8 @@ export function installInputRules(app: FastifyInstance): void {
     }
   })
 
-  // No parser decodes a compressed body (JSON, a form, a multipart upload): it would be read as a
-  // broken one. RFC 9110's answer is 415 with Accept-Encoding naming what is accepted: the body as
-  // it is. Before any parser, so every route refuses it alike.
+  // No parser decodes a compressed body, which would be read as a broken one: 415 with
+  // Accept-Encoding, as RFC 9110 says, before any parser so every route refuses it alike.
   app.addHook('preParsing', async (request) => {
     const encoding = request.headers['content-encoding']
     if (encoding !== undefined && !/^\s*identity\s*$/i.test(encoding)) {
@@ -97,9 +96,8 @@ function isPercentEncodedUtf8(text: string): boolean {
 }
 
 /**
- * U+0000, a lone UTF-16 surrogate (which PostgreSQL would store as U+FFFD, so two different
- * strings would collide), or a number JSON cannot carry back (1e400 parses to Infinity).
- * Iterative, so a body nested 500,000 levels deep cannot overflow the stack.
+ * U+0000, a lone UTF-16 surrogate (PostgreSQL would store U+FFFD: two strings would collide), or a
+ * number JSON cannot carry back (1e400). Iterative, so a deeply nested body cannot overflow the stack.
  */
 function hasUnstorableValue(root: unknown): boolean {
   const bad = (text: string) => text.includes('\u0000') || !text.isWellFormed()

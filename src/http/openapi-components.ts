@@ -1,7 +1,5 @@
-// Named components of the OpenAPI document. A TypeBox schema with an `$id` (Contact, ContactInput,
-// Event, Problem, …) is one component, named by its $id; every place a route uses it becomes a
-// `$ref`, so a generated client has `components["schemas"]["Contact"]`, not a type dug out of an
-// operation. The route schemas themselves are untouched: validation and serialization use them.
+// Named components of the OpenAPI document: a schema with an `$id` becomes one component and a `$ref`
+// wherever used (docs/design.md#openapi-document). Route schemas themselves are left untouched.
 
 const SCHEMAS = '#/components/schemas/'
 
@@ -9,23 +7,17 @@ const SCHEMAS = '#/components/schemas/'
 const COMPONENT_OF = 'x-component-of'
 
 /**
- * A copy of a named schema without its `$id`, documented as a reference to the same component: for
- * a schema that holds it more than once (an event per type, each with a Contact), as the serializer
- * refuses one `$id` twice in a route's schema.
+ * A copy of a named schema without its `$id`, documented as the same component: for a schema that
+ * holds it more than once, as the serializer refuses one `$id` twice in a route's schema.
  */
 export const sameSchemaAs = <T extends object>(schema: T & { $id?: string }): T => {
   const { $id, ...rest } = schema
   return { ...rest, [COMPONENT_OF]: $id } as T
 }
 
-/** The components a document collects while its operations are built. */
 export type SchemaComponents = Map<string, unknown>
 
-/**
- * A copy of `value` in which every schema with an `$id` is a `$ref` to its component, collected into
- * `components` (itself with its nested named schemas as `$ref`s). `root`: whether `value` may itself
- * become a reference (not when it is the component being built).
- */
+/** A copy of `value` whose named schemas are `$ref`s, collected into `components`; `root`: may `value` be one. */
 export function componentize(value: unknown, components: SchemaComponents, root = true): unknown {
   if (Array.isArray(value)) {
     return value.map((item) => componentize(item, components))
@@ -72,14 +64,9 @@ type Paths = Record<string, Record<string, Operation>>
 
 const HEADERS = '#/components/headers/'
 
-/**
- * On a route's schema: the body may be left out (the route reads none as `{}`). @fastify/swagger
- * marks every documented body required, and copies `x-` keys onto the operation, where
- * completeOperations reads this one.
- */
+/** On a route's schema: the body may be left out (@fastify/swagger marks every body required). */
 export const BODY_OPTIONAL = 'x-body-optional'
 
-/** The headers every response of the document declares, whatever the operation. */
 const COMMON_HEADERS = {
   RequestId: {
     description: 'The id of this request, also in a problem body (`request_id`) and in our logs: quote it to support.',
@@ -111,17 +98,13 @@ const IDEMPOTENCY_KEY = {
   },
 }
 
-// The answers of a POST that an Idempotency-Key can replay: its own (2xx) and the problems its
-// handler answers with; authentication, rate limiting and body parsing come before the key is read.
+// The answers an Idempotency-Key can replay: a POST's own, and its handler's problems.
 const REPLAYABLE = /^(2\d\d|400|403|404|409)$/
 
 /**
- * Adds to the generated operations what no route schema states, from the server's global
- * behaviour: the headers every response carries (Request-Id), the one a 201 carries (Location), and
- * Idempotency-Key on the POSTs that honour it (every /api/v1 POST, installIdempotency), and a body
- * that may be left out (BODY_OPTIONAL) as not required; turns the
- * response headers that route schemas name (HEADER_COMPONENT) into references to components.headers;
- * and gives a success response whose body is a named schema with an example that example.
+ * Adds to the operations what no route schema states: Request-Id on every response, Location on a
+ * 201, Idempotency-Key on /api/v1 POSTs, optional bodies (BODY_OPTIONAL); makes named response headers
+ * (HEADER_COMPONENT) references; gives a success response its named schema's example.
  */
 export function completeOperations(
   paths: Paths,

@@ -1,16 +1,12 @@
-// The responses an operation documents, used by every route: success bodies (the list envelope
-// among them) with their RateLimit headers, and problem responses (application/problem+json)
-// with the headers each problem is sent with.
+// The responses an operation documents: success bodies with their RateLimit headers, and problems
+// with the headers each is sent with.
 import { type TSchema, Type } from '@sinclair/typebox'
 import { RETRY_AFTER_MAX_S } from '../rate-limit/rate-limit.js'
 import { type ErrorCode, type FieldError, PROBLEM_SCHEMA_ID, statusOf, titleOf } from './errors.js'
 import { CURSOR_MAX, PAGE_SIZE_MAX } from './pagination.js'
 import { Nullable } from './schemas.js'
 
-/**
- * The list envelope (DESIGN §8): the page under the resource's plural name, and next_cursor; `$id`
- * names its component (ContactList).
- */
+/** The list envelope (docs/design.md#pagination); `$id` names its component (ContactList). */
 export const ListEnvelope = <T extends TSchema>($id: string, name: string, item: T) => {
   const [example] = (item as { examples?: unknown[] }).examples ?? []
   return Type.Object(
@@ -58,10 +54,7 @@ const BUDGET_TEXT: Record<Budget, { policy: string; left: string }> = {
 const RATE_LIMIT_HEADER_MAX = 64
 const ABSENT = ' Absent when rate limiting is off or its shared store is unreachable.'
 
-/**
- * A response header that is a named component of the document (components.headers), referenced
- * wherever it is sent: openapi-components.ts turns the marked schema into the `$ref`.
- */
+/** Marks a header schema as a named component (components.headers): openapi-components.ts refers to it. */
 export const HEADER_COMPONENT = 'x-header-component'
 const namedHeader = <T extends TSchema>(name: string, schema: T): T => ({ ...schema, [HEADER_COMPONENT]: name })
 
@@ -100,7 +93,6 @@ export const jsonResponse = <T extends TSchema>(schema: T, description: string) 
   content: { 'application/json': { schema } },
 })
 
-/** A success response without a body (204) of an /api/v1 operation. */
 export const emptyResponse = (description: string) => Type.Null({ description, headers: rateLimitHeaders('account') })
 
 // http/conditional.ts: `"` + 22 base64url characters + `"`.
@@ -114,7 +106,6 @@ const ETag = namedHeader(
   }),
 )
 
-/** A JSON success response of an /api/v1 operation that carries its representation's ETag. */
 export const taggedJsonResponse = <T extends TSchema>(schema: T, description: string) => ({
   ...jsonResponse(schema, description),
   headers: { ...rateLimitHeaders('account'), ETag },
@@ -181,7 +172,6 @@ const EXAMPLES: Record<ErrorCode, { detail: string; errors?: FieldError[]; exist
   service_unavailable: { detail: 'The service is temporarily unavailable; retry shortly.' },
 }
 
-/** A problem body as the API sends it for `code`: the example of its response in the document. */
 const exampleProblem = (code: ErrorCode) => ({
   type: `/docs/errors#${code}`,
   title: titleOf(code),
@@ -191,7 +181,6 @@ const exampleProblem = (code: ErrorCode) => ({
   ...EXAMPLES[code],
 })
 
-// The shared schema installErrorHandlers registers (errors.ts).
 const ProblemRef = Type.Ref(PROBLEM_SCHEMA_ID)
 
 /** Added to the generated description of an /api/v1 operation's problem response. */
@@ -200,11 +189,7 @@ const API_NOTES: Partial<Record<number, string>> = {
   401: ' The same body for a missing, malformed, unknown, revoked or expired key.',
 }
 
-/**
- * Problem responses for these codes, grouped by status, documented as application/problem+json
- * with one shape (ProblemSchema) and the headers each is sent with. `rateLimited`: the route is
- * behind the API key, so its 4xx carry RateLimit headers.
- */
+/** Problem responses for these codes, by status. `rateLimited`: behind the key, so 4xx carry RateLimit. */
 function problemResponses(codes: readonly ErrorCode[], rateLimited: boolean) {
   const byStatus = new Map<number, ErrorCode[]>()
   for (const code of new Set(codes)) {
@@ -234,9 +219,7 @@ function problemResponses(codes: readonly ErrorCode[], rateLimited: boolean) {
   return responses
 }
 
-// What any /api/v1 operation can answer, whatever it does: a URL it cannot read, %00 or an unknown
-// query parameter (400), a key that is not valid (401), a request too slow (408) or with headers too
-// large (431) for the HTTP server, a spent budget (429), a failure of ours (500) or of the database (503).
+// What any /api/v1 operation can answer, whatever it does.
 const CONNECTION_CODES: ErrorCode[] = ['request_timeout', 'headers_too_large']
 const API_CODES: ErrorCode[] = [
   'invalid_request',
@@ -248,7 +231,6 @@ const API_CODES: ErrorCode[] = [
   'service_unavailable',
 ]
 
-/** The problem responses of an /api/v1 operation: those every operation has, and `codes`. */
 export const apiProblems = (...codes: ErrorCode[]) => problemResponses([...API_CODES, ...codes], true)
 
 /** The problem responses of an operations route (the probes): no key, no rate limit. */

@@ -1,7 +1,5 @@
-// A request example per operation, in curl and with the SDK (@contacts-api/client), for the
-// reference page. Each sample is stated once as data (path ids, query, body); both spellings are
-// derived from it, so they always send the same request. openapi-samples.test.ts runs every curl
-// line against a real server and type-checks every SDK line against the SDK.
+// A request example per operation, in curl and with the SDK, both derived from one description of
+// the request; openapi-samples.test.ts runs every curl line and type-checks every SDK line.
 
 import { createHash } from 'node:crypto'
 
@@ -13,11 +11,7 @@ export const SAMPLE_IDS = {
   delivery: 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G',
 } as const
 
-/**
- * The sample's Idempotency-Key: any unique value will do, and a retry that sends it again replays
- * the first answer (docs/idempotency.md). One per operation, so pasting one sample after another
- * never reuses a key for a different request.
- */
+/** The sample's Idempotency-Key: one per operation, so pasting samples never reuses a key. */
 export const sampleIdempotencyKey = (operationId: string): string =>
   createHash('sha256')
     .update(operationId)

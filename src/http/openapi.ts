@@ -37,7 +37,6 @@ export async function registerOpenApi(
   config: Config,
   options: { ui: boolean } = { ui: true },
 ): Promise<void> {
-  // The named schemas the operations use, collected while the document is built (it is built once).
   const components: SchemaComponents = new Map()
   const server = {
     url: config.apiUrl,
@@ -78,11 +77,9 @@ export async function registerOpenApi(
         },
       },
     },
-    // Shared schemas are components named by their $id (`Problem`), not `def-0`.
     refResolver: {
       buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`),
     },
-    // Only the public API and operations routes belong in the document.
     hideUntagged: false,
     transform: ({ schema: routeSchema, url }) => {
       const isApi = url.startsWith('/api/v1/') && url !== '/api/v1/openapi.json'
@@ -91,7 +88,6 @@ export async function registerOpenApi(
         // The web application's pages are not part of the API.
         return { schema: { ...routeSchema, hide: true }, url }
       }
-      // Named schemas ($id) become components; the route's own schema is left as it is.
       const schema = {
         ...routeSchema,
         ...(routeSchema.body ? { body: componentize(routeSchema.body, components) } : {}),
@@ -111,7 +107,7 @@ export async function registerOpenApi(
         url,
       }
     },
-    // The webhooks a receiver gets, and the named schemas their bodies reference (DESIGN §12).
+    // The webhooks a receiver gets, and the named schemas their bodies reference.
     transformObject: (document) => {
       if (!('openapiObject' in document)) {
         return document.swaggerObject
@@ -140,8 +136,7 @@ export async function registerOpenApi(
       } as typeof openapiObject
     },
   })
-  // /docs: the reference page, its assets and the error catalogue, with the web app's security
-  // headers (DESIGN §10) in one hook over the lot.
+  // /docs: the reference page, its assets and the error catalogue, with the web app's security headers.
   await app.register(async (docs) => {
     const headers = docsHeaders(config)
     docs.addHook('onSend', (request, reply, payload, done) => {
@@ -172,11 +167,8 @@ export async function registerOpenApi(
     })
   })
 
-  // The document is the same for the process's life: serialized once (245 kB, ~4 ms of CPU each
-  // time before), sent as the same bytes with a strong ETag (If-None-Match gets 304; Cache-Control stays
-  // no-store, as on every API response: DESIGN §10). It needs
-  // no key, so it was the cheapest way for anyone to make the server work and hold memory
-  // (src/http/connection-limits.ts).
+  // Serialized once and sent as the same bytes with a strong ETag: it needs no key, so serializing it
+  // per request was the cheapest way for anyone to make the server work and hold memory.
   let document: { bytes: Buffer; tag: string } | undefined
   app.get('/api/v1/openapi.json', { schema: { hide: true } }, async (request, reply) => {
     if (document === undefined) {
@@ -197,10 +189,8 @@ const isDocsAsset = (url: string): boolean =>
   url.startsWith('/docs/static/') && !url.startsWith('/docs/static/swagger-initializer.js')
 
 /**
- * The headers of everything under /docs. Swagger UI loads only its own files (no inline script or
- * style, no CDN), and "Try it out" calls the documented server; nothing may frame the page.
- * Swagger UI's files change only with the package: an hour's caching, like the web app's assets;
- * the rest is revalidated.
+ * The headers of everything under /docs: Swagger UI loads only its own files and calls only the
+ * documented server; nothing may frame the page. Its files change only with the package: cached an hour.
  */
 function docsHeaders(config: Config): { page: Record<string, string>; asset: Record<string, string> } {
   const page = {

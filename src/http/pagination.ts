@@ -8,13 +8,13 @@ import { AppError } from './errors.js'
 
 const PAGE_SIZE_DEFAULT = 50
 export const PAGE_SIZE_MAX = 100
-/** Every cursor issued is far shorter (about 150 characters: ids, a digest and a signature). */
+/** Every cursor issued is far shorter: ids, a digest and a signature. */
 export const CURSOR_MAX = 1024
 
 // 2: the filters as a digest (1 carried them whole, which could outgrow CURSOR_MAX).
 const CURSOR_VERSION = 2
 
-// Optional with a default: a client may leave it out (Ajv fills in the default; so does sendPage).
+// Optional: Ajv and sendPage fill in the default.
 export const PageQuery = {
   limit: Type.Optional(
     Type.Integer({
@@ -26,7 +26,6 @@ export const PageQuery = {
   ),
   after: Type.Optional(
     Type.String({
-      // Longer than any cursor issued; a longer or empty one is 400 invalid_cursor like any other bad cursor.
       maxLength: CURSOR_MAX,
       description: 'The next_cursor of the previous page, passed back unchanged.',
     }),
@@ -34,10 +33,9 @@ export const PageQuery = {
 }
 
 export interface CursorScope {
-  /** Which list ("contacts", "events"): a cursor never crosses lists. */
+  /** A cursor never crosses lists, accounts or queries. */
   list: string
   accountId: string
-  /** The query's filters and order; a cursor is valid only for the same ones. */
   filters: Record<string, string | undefined>
 }
 
@@ -51,8 +49,7 @@ interface CursorPayload {
 
 /**
  * The query's filters as a cursor carries them: 128 bits of SHA-256 of their canonical form, so a
- * cursor stays short (about 150 characters) however long the filters are, and a cursor from
- * another query still never matches.
+ * cursor stays short however long the filters are, and one from another query never matches.
  */
 const filtersDigest = (filters: CursorScope['filters']): string => {
   const canonical = JSON.stringify(
@@ -61,7 +58,7 @@ const filtersDigest = (filters: CursorScope['filters']): string => {
       .filter((key) => filters[key] !== undefined)
       .map((key) => [key, filters[key]]),
   )
-  // crypto.hash: one native call, no Hash object (about 1 µs less a list request, microbenchmark).
+  // crypto.hash: one native call, no Hash object to build (docs/performance.md).
   return crypto.hash('sha256', canonical, 'buffer').subarray(0, 16).toString('base64url')
 }
 
@@ -76,7 +73,7 @@ const invalidCursor = (): AppError =>
     { errors: [{ field: 'after', message: 'is not a valid cursor for this query' }] },
   )
 
-/** base64url payload, a dot, base64url signature: the only shape encode() produces. */
+/** The only shape encode() produces. */
 const CURSOR_SHAPE = /^[\w-]+\.[\w-]+$/
 
 /** Encodes and decodes the cursors of one scope; its canonical filters are computed once. */
@@ -138,22 +135,16 @@ export interface PageRow {
   position?: string
 }
 
-/**
- * Rows of a page whose scan may stop early: a list whose filter bounds the rows a page examines
- * returns the rows found and, when it stopped before finding limit + 1, the position it reached.
- */
+/** Rows of a page whose scan may stop early (docs/design.md#pagination), and where it stopped. */
 export interface ScannedRows {
   rows: PageRow[]
-  /** Where a scan cut short stopped (the next page continues after it); undefined when it reached the end. */
   scannedTo: string | undefined
 }
 
 /**
- * Builds the list envelope from rows fetched with limit + 1: the extra row only says that
- * a next page exists, so next_cursor is null exactly at the end. A scan cut short (`scannedTo`)
- * gives a page that may be short, even empty, with a cursor that continues the scan. The stored bodies are written
- * straight into one Buffer: no joined string to allocate, and nothing left for the socket to
- * encode (a string body is measured, then encoded, on its way out).
+ * Builds the list envelope from rows fetched with limit + 1 (the extra row only says that a next page
+ * exists); a scan cut short (`scannedTo`) gives a page that may be short, with a cursor that goes on.
+ * The stored bodies go straight into one Buffer: no joined string, nothing left for the socket to encode.
  */
 function pageBody(
   name: string,
@@ -189,11 +180,7 @@ function pageBody(
 
 type FetchRows = (position: { afterId: string | undefined; fetch: number }) => Promise<PageRow[] | ScannedRows>
 
-/**
- * A list page's bytes: decode `after` for this scope, fetch limit + 1 rows from the position, and
- * build the envelope with the next cursor. `afterId` is the previous page's last row's id, or its
- * `position` on a list whose rows carry one.
- */
+/** A list page's bytes: decode `after`, fetch limit + 1 rows from there, build the envelope. */
 export async function buildPage(
   secret: string,
   scope: CursorScope,
@@ -208,11 +195,9 @@ export async function buildPage(
   return pageBody(scope.list, scanned, limit, cursors.encode)
 }
 
-/** Sends a page buildPage made. */
 export const sendPageBody = (reply: FastifyReply, body: Buffer): FastifyReply =>
   reply.code(200).type('application/json; charset=utf-8').send(body)
 
-/** The whole of a list endpoint after authentication: buildPage, then send it. */
 export async function sendPage(
   reply: FastifyReply,
   secret: string,

@@ -42,10 +42,8 @@ interface PropertySchema {
 }
 
 /**
- * An integer in a query string or path is written as plain decimal digits (DESIGN §8): Ajv's
- * coercion would also read `1e2`, `0x10`, `+5`, ` 5` or `1.0` as numbers. Such a value fails as
- * a wrong type, so the message is the one every integer gets (errors.ts: "must be an integer
- * from 1 to 100").
+ * An integer in a query string or path is plain decimal digits (docs/design.md#pagination): Ajv's
+ * coercion would also read `1e2`, `0x10`, `+5`, ` 5` or `1.0`. Such a value fails as a wrong type.
  */
 function integersAsDigits(schema: unknown, validate: ValidateFunction): ValidateFunction {
   const properties = (schema as { properties?: Record<string, PropertySchema> }).properties ?? {}

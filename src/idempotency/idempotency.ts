@@ -1,8 +1,6 @@
-// Idempotency-Key on POST (DESIGN §10): the first response is kept per account for 24 h and
-// replayed for the same key and body; another body → 422; the same key while the first request
-// is still running → 409. 5xx responses are not kept, so the client's retry runs again.
-// An account keeps at most IDEMPOTENCY_KEYS_PER_ACCOUNT answers: the oldest are evicted, so a flood
-// of keys cannot fill the disk (issue 12), and a client retrying within minutes is never refused.
+// Idempotency-Key on POST (docs/design.md#idempotency): the first answer is kept and replayed for
+// the same key and body. 5xx answers are not kept, so a retry runs again. The oldest answers beyond
+// IDEMPOTENCY_KEYS_PER_ACCOUNT are evicted rather than new keys refused (docs/api-decisions.md).
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely, Transaction } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
@@ -18,7 +16,6 @@ const ABANDONED_MS = 60_000
 const SEALED_PREFIX = 'v1.'
 const KEY_PATTERN = /^[\x21-\x7e]{1,255}$/
 
-/** The answer kept for a key: what a replay sends. */
 export interface IdempotentAnswer {
   status: number
   body: string
@@ -39,8 +36,7 @@ const owned = new WeakMap<FastifyRequest, OwnedKey>()
 
 /**
  * For a request that holds an Idempotency-Key, a function that stores the answer inside the write's
- * transaction: the write and its answer commit together, so a crash between the commit and the
- * response can never leave a committed write whose retry would run it a second time.
+ * transaction: a crash after the commit cannot leave a write whose retry would run it again.
  */
 export function answerWithWrite(
   request: FastifyRequest,
@@ -55,10 +51,7 @@ export function answerWithWrite(
   }
 }
 
-/**
- * For a request whose answer carries a secret (a new webhook signing secret): the answer kept for
- * its replay is stored encrypted, so no database dump holds the secret in clear.
- */
+/** For an answer that carries a secret: it is kept encrypted, so no database dump holds it in clear. */
 export function sealAnswer(request: FastifyRequest): void {
   const ownedKey = owned.get(request)
   if (ownedKey) {
@@ -66,7 +59,6 @@ export function sealAnswer(request: FastifyRequest): void {
   }
 }
 
-/** Sends a write's answer (already serialized JSON), first time or replayed. */
 export function sendAnswer(reply: FastifyReply, { status, body, location }: IdempotentAnswer): FastifyReply {
   if (location) {
     reply.header('location', location)
@@ -91,7 +83,6 @@ async function storeAnswer(
 export interface IdempotencyOptions {
   /** Encrypts the answers sealAnswer marks (deriveKey from SECRET). */
   answerKey: Buffer
-  /** Answers kept per account; the oldest beyond it are evicted. */
   keysPerAccount: number
 }
 
@@ -175,7 +166,7 @@ export function installIdempotency(
       const body = existing.body?.startsWith(SEALED_PREFIX) ? unseal(existing.body, answerKey) : (existing.body ?? '')
       return sendAnswer(reply, {
         status: existing.status,
-        // A problem names the request it answers (DESIGN §9): this one, not the first.
+        // A problem names the request it answers: this one, not the first.
         body: existing.status >= 400 ? JSON.stringify({ ...JSON.parse(body), request_id: request.id }) : body,
         location: existing.location,
       })
@@ -225,12 +216,9 @@ async function deleteKey(db: Kysely<Database>, accountId: string, key: string, c
 }
 
 /**
- * Evicts an account's oldest answered keys beyond `keep`. Run after one new key in `every` per
- * account and process (a hundredth of the cap, 1 to 100), so an account holds at most
- * `keep + every` keys per instance between trims: 20,100 by default, on one instance. A key whose
- * first request is still running is never evicted. The cut is found on the (account_id,
- * created_at) index: `keep` entries read every `every` inserts (SQLite: 2.4 ms to find the cut
- * among 20,000, 1.1 ms to delete 100; docs/api-decisions.md).
+ * Evicts an account's oldest answered keys beyond `keep`, run after one new key in `every` per account
+ * and process (a hundredth of the cap), so an account holds at most `keep + every` per instance. A key
+ * whose first request is still running is never evicted. Its cost: docs/api-decisions.md.
  */
 function trimmer(db: Kysely<Database>, keep: number): (accountId: string) => Promise<void> {
   const every = Math.max(1, Math.min(100, Math.floor(keep / 100)))
@@ -263,7 +251,6 @@ function trimmer(db: Kysely<Database>, keep: number): (accountId: string) => Pro
   }
 }
 
-/** Deletes keys past their 24 hours; returns how many. */
 export async function purgeExpiredIdempotencyKeys(db: Kysely<Database>, now: Date): Promise<number> {
   const result = await db.deleteFrom('idempotency_keys').where('expires_at', '<=', now.toISOString()).executeTakeFirst()
   return Number(result.numDeletedRows)

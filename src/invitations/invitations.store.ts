@@ -1,6 +1,6 @@
-// Invitations to join an account (DESIGN §11): a single-use link valid 7 days, whose token is stored
-// only as a digest, accepted only by a signed-in person whose email is the invited one. The tenant
-// is an argument of every function but the link's lookup, which finds the account by the digest.
+// Invitations to join an account (docs/web-app.md): a single-use link whose token is stored only as a
+// digest, accepted only by a signed-in person with the invited email. The tenant is an argument of
+// every function but the link's lookup.
 import { randomBytes } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
@@ -37,10 +37,7 @@ const PUBLIC_COLUMNS = [
 const tokenDigest = (token: string): string => sha256Hex(`invitation:${token}`)
 const clientDigest = (clientKey: string): string => sha256Hex(`invitation-client:${clientKey}`)
 
-/**
- * Stores an invitation and returns it with its token (never stored). A pending invitation of the
- * same email to the same account is revoked: only the newest link works.
- */
+/** Stores an invitation and returns its token (never stored); only the newest link to an email works. */
 export async function createInvitation(
   db: Kysely<Database>,
   accountId: string,
@@ -73,7 +70,6 @@ export async function createInvitation(
   return { invitation, token }
 }
 
-/** An update of the account's invitations that can still be accepted. */
 const pending = (db: Db, accountId: string, now: Date) =>
   db
     .updateTable('invitations')
@@ -82,7 +78,6 @@ const pending = (db: Db, accountId: string, now: Date) =>
     .where('revoked_at', 'is', null)
     .where('expires_at', '>', now.toISOString())
 
-/** The account's invitations that can still be accepted, newest first. */
 export async function listPendingInvitations(db: Db, accountId: string, now: Date): Promise<Invitation[]> {
   return db
     .selectFrom('invitations')
@@ -114,9 +109,8 @@ export async function revokeInvitationsOf(db: Db, accountId: string, email: stri
 }
 
 /**
- * Seconds before one more invitation may be sent from this account and this client address (each
- * at most INVITATIONS_PER_HOUR in any hour); 0 when it may now. The invitations are the count, so
- * every instance sees the same one; revoked ones still count.
+ * Seconds before one more invitation may be sent from this account and this client address; 0 when
+ * it may now. The invitations, revoked ones included, are the count, the same on every instance.
  */
 export async function invitationRetryAfter(db: Db, accountId: string, clientKey: string, now: Date): Promise<number> {
   const window = { max: INVITATIONS_PER_HOUR, windowMs: HOUR_MS }
@@ -176,10 +170,7 @@ export type AcceptResult =
   /** Already a member: the invitation is used up, the role they have is kept. */
   | { ok: false; code: 'already_member'; accountId: string }
 
-/**
- * Accepts the invitation for the signed-in person: marks it used and adds the membership, together.
- * A second acceptance of the same link (a double click, two tabs) finds it used and adds nothing.
- */
+/** Marks the invitation used and adds the membership, together: a second acceptance adds nothing. */
 export async function acceptInvitation(
   db: Kysely<Database>,
   token: string,

@@ -1,10 +1,9 @@
 // Email addresses, for contacts and for people signing in alike: what is accepted, and the form
 // in which two addresses are compared (stored in `email_lower` columns).
 
-// RFC 5321's dot-atom mailbox, as JSON Schema's `format: email` reads it: a local part of at most 64
-// characters without a leading, trailing or doubled dot, and a dotted domain of valid (ASCII or
-// punycode) labels. One widening: the local part may also hold letters, marks and digits beyond
-// ASCII (RFC 6531, `straße@example.de`), which people have; docs/api-decisions.md says so.
+// RFC 5321's dot-atom mailbox, as JSON Schema's `format: email` reads it, with one widening: the local
+// part may hold letters, marks and digits beyond ASCII (RFC 6531), which people have
+// (docs/api-decisions.md, "Email addresses").
 const ATOM = "[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\p{L}\\p{M}\\p{N}-]+"
 const LABEL = '[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?'
 const EMAIL = new RegExp(`^(?=[^@]{1,64}@)${ATOM}(?:\\.${ATOM})*@${LABEL}(?:\\.${LABEL})+$`, 'u')
@@ -15,10 +14,7 @@ export function normalizeEmail(raw: string): string | undefined {
   return email.length <= 254 && EMAIL.test(email) ? email : undefined
 }
 
-/**
- * The looser rule of emails stored before the rule above (any non-space local part): what a
- * stored contact is checked against when read, so an older row still reads.
- */
+/** The looser rule of emails stored before the one above, so an older stored contact still reads. */
 export const looksLikeStoredEmail = (email: string): boolean => /^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email)
 
 /** The form an email is compared in, and stored in `email_lower`: trimmed and lower-cased. */

@@ -22,9 +22,8 @@ let lastTime = -1
 const lastRandom = new Uint8Array(10)
 
 /**
- * Monotonic within this process: ids made in the same millisecond add a random step of 1 to 2^32
- * to the random part, so they still sort in creation order but one id does not give away the next
- * (a plain +1, as in the ULID spec's monotonic mode, would: Request-Id is on every response).
+ * Monotonic within this process: ids of one millisecond add a random step to the random part, so
+ * they sort in creation order but one id does not give away the next (Request-Id is public).
  */
 export function newId(kind: IdKind, now = Date.now()): string {
   if (now <= lastTime) {

@@ -32,11 +32,9 @@ export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): F
 }
 
 /**
- * The logger of the one line per request: the app's logger (same stream, level, fields) without
- * its redaction pass, which pino runs over every line and which cost 0.7 of the line's 1.6 µs
- * (docs/performance.md, round 3). Safe because the line's fields are fixed and carry no secret:
- * reqId, method, a URL through redactUrl, status, ms, account_id. Anything else goes through the
- * app's logger, redacted.
+ * The logger of the one line per request: the app's logger without its redaction pass, the line's
+ * main cost (docs/performance.md, round 3). Safe because the line's fields are fixed and carry no
+ * secret (the URL goes through redactUrl); anything else goes through the app's logger, redacted.
  */
 export const requestLineLogger = (log: FastifyBaseLogger): FastifyBaseLogger => log.child({}, { redact: { paths: [] } })
 
@@ -47,11 +45,9 @@ interface LineSink {
 let stdoutSink: LineSink | undefined
 
 /**
- * Standard output for the log, shared by every app in the process. The lines written during
- * one turn of the event loop go out in one write at its end (setImmediate), not one write each
- * through the thread pool as pino's default does: under load that is one system call for many
- * requests. Whatever is pending when the process exits (a crash too) is written synchronously
- * then; only a kill -9 can lose the lines of the turn in progress.
+ * Standard output for the log, shared by every app in the process: the lines of one turn of the event
+ * loop go out in one write at its end, not one each through the thread pool. What is pending at exit
+ * (a crash too) is written synchronously; only a kill -9 can lose the turn in progress.
  */
 function batchedStdout(): LineSink {
   if (stdoutSink) {

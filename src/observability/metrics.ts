@@ -1,5 +1,4 @@
-// Prometheus metrics (prom-client): requests by route and status, latency, the database pool,
-// rate-limit rejections, webhook deliveries. One registry per app, so several apps in one process never collide.
+// Prometheus metrics (prom-client), one registry per app so several apps in one process never collide.
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { DatabaseHandle } from '../db/database.js'
@@ -87,11 +86,9 @@ export function createMetrics(database: DatabaseHandle): Metrics {
 }
 
 /**
- * Records every response and serves GET /metrics (route patterns only: no ids, no accounts). The
- * metrics are not public (they tell request rates and errors of every route): with METRICS_TOKEN
- * a scrape brings it as a bearer token; without, only a direct client on this machine (a loopback
- * address, no forwarding header: a reverse proxy on the same host adds one) is answered. Any
- * other request gets the 404 of a route that does not exist.
+ * Records every response and serves GET /metrics (route patterns only: no ids, no accounts). Not
+ * public: a scrape brings METRICS_TOKEN, or without one comes directly from this machine (loopback,
+ * no forwarding header). Anything else gets the 404 of a route that does not exist.
  */
 export function installMetrics(app: FastifyInstance, metrics: Metrics, token: string | undefined): void {
   // Not async: this runs on every response, and a promise per call costs more than the counting.

@@ -2,9 +2,8 @@
 import { isIP } from 'node:net'
 
 /**
- * An IPv4 address as it is; an IPv6 address by its /64, the block one subscriber is usually
- * given, so rotating through addresses within it buys no fresh budget. An IPv4-mapped IPv6
- * address (`::ffff:192.0.2.1`) counts as the IPv4 address.
+ * An IPv4 address as it is (IPv4-mapped IPv6 included); an IPv6 address by its /64, the block one
+ * subscriber is usually given, so rotating through it buys no fresh budget.
  */
 export function clientKey(ip: string): string {
   if (isIP(ip) !== 6) {

@@ -1,5 +1,5 @@
-// Rate limits for /api/v1: a token bucket per account (DESIGN §10) with the IETF RateLimit
-// headers, and a stricter bucket per client IP for failed authentications.
+// Rate limits for /api/v1: a token bucket per account with the IETF RateLimit headers, and one per
+// client IP for failed authentications (docs/design.md#rate-limits).
 import type { FastifyReply } from 'fastify'
 import { AppError } from '../http/errors.js'
 import { clientKey } from './client-key.js'
@@ -29,15 +29,11 @@ const rateLimitHeader = (name: string, taken: TakeResult): string =>
 
 export interface RateLimiter {
   /**
-   * Spends `cost` requests of the account's budget (1 per request; a batch spends one per
-   * operation); throws rate_limited, spending nothing, when the budget holds less. A cost above
-   * the burst needs a full bucket and leaves it in debt.
+   * Spends `cost` of the account's budget; throws rate_limited, spending nothing, when it holds less.
+   * A cost above the burst needs a full bucket and leaves it in debt.
    */
   takeAccount(accountId: string, reply: FastifyReply, cost?: number): Promise<void>
-  /**
-   * Spends `cost` more after the work is done (a scan that examined many rows); never refuses:
-   * the bucket goes into debt, down to minus its burst, and the next requests wait it out.
-   */
+  /** Spends `cost` after the work is done (a long scan); never refuses: the bucket goes into debt. */
   chargeAccount(accountId: string, reply: FastifyReply, cost: number): Promise<void>
   /**
    * Records a failed authentication and sends the IP's failed-auth budget in the RateLimit

@@ -1,9 +1,6 @@
-// Sign-in throttling after NIST SP 800-63B (§5.2.2, "rate limiting"): failures are counted per
-// (email, client address) pair and per client address, and each failure past a free allowance
-// doubles the wait before the next attempt, up to a cap. Nothing is counted per email alone, so no
-// one can lock an owner out by failing on their email from elsewhere: the owner's own pair and
-// address stay untouched. Counted in the database, so every instance behind a load balancer sees
-// the same failures, with or without Redis.
+// Sign-in throttling after NIST SP 800-63B §5.2.2: failures per (email, address) pair and per
+// address, each past a free allowance doubling the wait. Nothing per email alone, so no one can lock
+// an owner out from elsewhere; counted in the database (docs/web-security.md, "Sign-in throttle").
 import { randomUUID } from 'node:crypto'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
@@ -14,26 +11,18 @@ import { windowStart } from './sliding-window.js'
 export const SIGN_IN_WINDOW_MS = 24 * 3600 * 1000
 
 export interface GrowingDelay {
-  /** Failures allowed with no wait (typos). */
   free: number
   /** The wait after the first failure past the free ones; it doubles with each further failure. */
   firstDelayS: number
-  /** The longest wait. */
   maxDelayS: number
 }
 
-/**
- * Per pair: 5 free, then 2 s, 4 s, … 512 s, then 15 min between attempts: at most about 110
- * guesses a day at one email from one address (NIST allows up to 100 consecutive failures).
- * Per address: 20 free (an office behind one NAT mistypes too), then the same doubling: about 125
- * guesses a day from one address (IPv6: one /64) over all emails together.
- */
+/** Per pair, and per address (an office behind one NAT mistypes too); what they allow: docs/web-security.md. */
 export const SIGN_IN_POLICIES = {
   pair: { free: 5, firstDelayS: 2, maxDelayS: 900 },
   address: { free: 20, firstDelayS: 2, maxDelayS: 900 },
 } as const satisfies Record<string, GrowingDelay>
 
-/** Seconds to wait after the last of `failures` failures before the next attempt. */
 export function delayAfter(failures: number, policy: GrowingDelay): number {
   if (failures < policy.free) {
     return 0
@@ -52,10 +41,9 @@ export type SignInAttempt =
 
 export interface SignInThrottle {
   /**
-   * Asks to check a password for `email` from `address` (a client key: rate-limit/client-key.ts).
-   * An allowed attempt is counted as a failure at once, before the slow password check, so that a
-   * burst of concurrent guesses cannot all pass the check before any of them is counted; a right
-   * password then takes it back (`succeeded`).
+   * Asks to check a password for `email` from `address` (client-key.ts). An allowed attempt counts
+   * as a failure at once, before the slow check, so a concurrent burst cannot all pass; a right
+   * password takes it back (`succeeded`).
    */
   attempt(email: string, address: string, now: Date): Promise<SignInAttempt>
 }
@@ -68,7 +56,6 @@ export function createSignInThrottle(
 ): SignInThrottle {
   const digest = (key: string) => hmacSha256(secret, `sign-in:${key}`).toString('hex')
 
-  /** The failures of a key in the window: how many, and when the last was. */
   async function failuresOf(key: string, now: Date): Promise<{ count: number; last: string | null }> {
     const row = await db
       .selectFrom('sign_in_failures')
@@ -79,7 +66,6 @@ export function createSignInThrottle(
     return { count: Number(row?.count ?? 0), last: row?.last ?? null }
   }
 
-  /** Seconds before the key may try again: what is left of the delay its failures earned. */
   async function waitFor(key: string, policy: GrowingDelay, now: Date): Promise<number> {
     const { count, last } = await failuresOf(key, now)
     if (last === null) {
@@ -154,7 +140,6 @@ export function createSignInThrottle(
   }
 }
 
-/** Deletes failures older than the window of every key (keys never tried again); returns how many. */
 export async function purgeSignInFailures(db: Kysely<Database>, now: Date, windowMs: number): Promise<number> {
   const result = await db
     .deleteFrom('sign_in_failures')

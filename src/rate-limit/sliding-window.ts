@@ -1,7 +1,5 @@
-// Sliding-window limits counted from timestamped rows (sign-ups per address, key changes in the
-// audit log): at most `max` events in any `windowMs`. The rows are the count, so every instance behind a
-// load balancer sees the same one without another store. (The API's per-account and failed-auth
-// limits are token buckets: token-bucket.ts.)
+// Sliding-window limits counted from timestamped rows (sign-ups, key changes in the audit log): the
+// rows are the count, so every instance sees the same one without another store.
 import { type SelectQueryBuilder, sql } from 'kysely'
 
 export interface SlidingWindow {
@@ -27,9 +25,8 @@ export function secondsUntilOneLeaves(newestFirst: readonly string[], window: Sl
 }
 
 /**
- * The wait before one more event is allowed (see secondsUntilOneLeaves). `events`: the limiter's
- * rows, filtered to the ones it counts; their table has an `at` column (ISO-8601 UTC). This adds
- * the window and reads at most `max` timestamps, newest first.
+ * The wait before one more event is allowed. `events`: the limiter's rows, filtered to the ones it
+ * counts, with an `at` column; this reads at most `max` of them in the window, newest first.
  */
 export async function retryAfter<DB, TB extends keyof DB>(
   events: SelectQueryBuilder<DB, TB, object>,

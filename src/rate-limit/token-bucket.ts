@@ -2,7 +2,6 @@
 import type { Redis } from 'ioredis'
 
 export interface BucketPolicy {
-  /** Tokens added per second. */
   rate: number
   /** Bucket size: the burst allowed after a quiet period. */
   burst: number
@@ -10,18 +9,15 @@ export interface BucketPolicy {
 
 export interface TakeResult {
   allowed: boolean
-  /** Whole tokens left after this request. */
   remaining: number
   /** Seconds until a token is available (0 when allowed). */
   retryAfter: number
-  /** Seconds until the bucket is full again. */
   reset: number
 }
 
 /**
- * How a request spends tokens: `take` spends `cost` only when the bucket holds that many (else
- * refused, nothing spent); `charge` always spends, after the fact, for work already done (the bucket
- * may go into debt, down to minus its burst, which later requests wait out).
+ * `take` spends `cost` only when the bucket holds that many (else nothing); `charge` always spends,
+ * for work already done, and may leave the bucket in debt down to minus its burst.
  */
 export type Spend = 'take' | 'charge'
 
@@ -57,7 +53,7 @@ export function memoryBuckets(now: () => number = Date.now): TokenBuckets {
       const bucket = buckets.get(key) ?? { tokens: policy.burst, at: t }
       const tokens = Math.min(policy.burst, bucket.tokens + ((t - bucket.at) / 1000) * policy.rate)
       const { left, allowed } = spendTokens(tokens, cost, spend, policy.burst)
-      // Re-inserted at the end: the Map stays ordered by last use, so the oldest can be dropped.
+      // Re-inserted: the Map stays ordered by last use, so the oldest can be dropped.
       buckets.delete(key)
       buckets.set(key, { tokens: left, at: t })
       if (buckets.size > 100_000) {

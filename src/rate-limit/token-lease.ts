@@ -1,24 +1,7 @@
 // Leased tokens from the shared (Redis) buckets: one round trip takes up to `leaseMax` tokens, and
-// this instance serves the next requests of that key from the lease without asking Redis.
-//
-// What it buys (bench/two-instances.ts, docs/scale-out.md): the Redis check cost ~45 µs of API CPU
-// per request (one EVALSHA through ioredis: the command, its promise, two socket system calls), half
-// of a cached GET /me; with leases of 10 it is paid once per 10 requests of a busy account.
-//
-// What it costs, and the bounds (docs/rate-limits.md, "Several instances"):
-// - Leased tokens are taken out of the bucket when leased, so they are never spent twice; but the
-//   bucket refills to its burst while leases are outstanding, so over any interval of T seconds an
-//   account may be served up to N × (leaseMax − 1) requests more than burst + rate × T, with N
-//   instances (each holds at most one lease per key, and at most leaseMax − 1 tokens of it unspent).
-// - A lease is at most a tenth of what the bucket held (LEASE_SHARE): below 20 tokens every grant
-//   is the request's own cost, so every request of an account near or at its limit is decided by
-//   Redis exactly as without leases (the same refusals, the same Retry-After).
-// - Unspent tokens go back to the bucket with this instance's next round trip for that key, and a
-//   lease is not used past LEASE_TTL_MS, so tokens stranded on a quiet instance are back (and
-//   other instances refused for want of them) within a second at most.
-// - RateLimit's `r` is what the bucket held at this instance's last round trip (≤ LEASE_TTL_MS ago),
-//   plus its refill since, plus the lease left: other instances' spending since then is not in it.
-//   Near the limit (below 20 tokens) there is no lease and `r` is Redis's own figure.
+// this instance serves the key's next requests from the lease, sparing a Redis round trip each.
+// Near the limit there is no lease, so Redis decides as without leases. What leasing lets through,
+// and its bounds: docs/rate-limits.md, "Several instances: Redis"; its cost: docs/scale-out.md.
 import {
   type BucketPolicy,
   LEASE_SHARE,

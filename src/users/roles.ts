@@ -1,5 +1,5 @@
-// What each role may do in an account (DESIGN §11), stated once: every web page and action asks
-// `can` before it reads or changes anything, so a hidden button is never the only guard.
+// What each role may do in an account, stated once: every web page and action asks `can` before it
+// reads or changes anything, so a hidden button is never the only guard.
 import type { Role } from './users.table.js'
 
 export type Permission =

@@ -10,13 +10,9 @@ export const SESSION_TTL_MS = 14 * 24 * 3600 * 1000
 export const SESSION_TOUCH_MS = 60 * 1000
 const USER_AGENT_MAX = 300
 
-/** The stored form of a session's token. */
 export const sessionDigest = (token: string): string => sha256Hex(token)
 
-/**
- * Stores a new session of the person; returns its token, which is never stored. The person's
- * expired sessions are deleted on the way (the hourly purge catches everyone else's).
- */
+/** Stores a new session and returns its token, which is never stored; drops the person's expired ones. */
 export async function createSession(db: Db, userId: string, now: Date, userAgent?: string): Promise<string> {
   const token = randomBytes(32).toString('base64url')
   await db.deleteFrom('sessions').where('user_id', '=', userId).where('expires_at', '<=', now.toISOString()).execute()
@@ -34,10 +30,7 @@ export async function createSession(db: Db, userId: string, now: Date, userAgent
   return token
 }
 
-/**
- * The person whose unexpired session this token opens, or undefined. Notes when the session was
- * last seen (and from which browser), at most once a minute.
- */
+/** The person whose unexpired session this token opens; notes when it was last seen, at most once a minute. */
 export async function findSessionUser(db: Db, token: string, now: Date, userAgent?: string): Promise<User | undefined> {
   const tokenHash = sessionDigest(token)
   const session = await db
@@ -97,7 +90,6 @@ export async function deleteOtherSessions(db: Db, userId: string, keepToken: str
   return Number(result.numDeletedRows)
 }
 
-/** Deletes every expired session (at start and hourly, server.ts); returns how many. */
 export async function purgeExpiredSessions(db: Db, now: Date): Promise<number> {
   const result = await db.deleteFrom('sessions').where('expires_at', '<=', now.toISOString()).executeTakeFirst()
   return Number(result.numDeletedRows)

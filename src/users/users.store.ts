@@ -103,9 +103,8 @@ export type MemberChange =
   | { ok: false; code: 'last_owner' }
 
 /**
- * Gives a member another role, or removes them (`role` null). Refused when it would leave the
- * account with no owner. Removal takes effect on the person's next request: every page reads the
- * memberships afresh (request-context.ts), so their sessions no longer open this account.
+ * Gives a member another role, or removes them (`role` null); refused when it would leave no owner.
+ * Removal takes effect on their next request: every page reads the memberships afresh.
  */
 export async function changeMembership(
   db: Kysely<Database>,

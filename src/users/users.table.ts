@@ -7,7 +7,7 @@ export interface UsersTable {
   created_at: string
 }
 
-/** DESIGN §11: owner (everything), admin (keys, webhooks, contacts), member (contacts only). */
+/** What each may do: users/roles.ts (docs/design.md#web-application). */
 export type Role = 'owner' | 'admin' | 'member'
 
 export interface MembershipsTable {

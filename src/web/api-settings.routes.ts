@@ -1,18 +1,17 @@
-// Settings → "API & Webhooks" under /app/:accountId/settings/api: list, create, revoke, roll keys.
-// Keys change through api-keys/key-lifecycle.ts, as from the CLI, so they are the same keys the
-// API accepts; here each change is made by the signed-in person and counts against the account's
-// hourly budget of key changes.
+// Settings → "API & Webhooks": list, create, revoke and roll keys, through api-keys/key-lifecycle.ts
+// as the CLI does; each change is the signed-in person's, within their hourly budget of key changes.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, keyState, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { type AuditActor, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
+import { KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
 import { FormBody, formValues } from './forms.js'
+import { NoticeQuery, noticeOf } from './notices.js'
 import {
   apiSettingsPage,
   EXPIRY_CHOICES,
@@ -25,7 +24,7 @@ import {
   USAGE_DAYS,
 } from './pages/api-settings-page.js'
 import type { Render } from './render.js'
-import { accountContext } from './request-context.js'
+import { accountContext, auditActorOf } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
 import { canManageWebhooks, listAccountEndpoints } from './webhooks-settings.routes.js'
@@ -47,18 +46,13 @@ const DURATION_MS = {
 /** One of the list's own choices (a prototype name such as `toString` is not). */
 const isChoiceOf = <T extends object>(choices: T, value: string): value is Extract<keyof T, string> =>
   Object.hasOwn(choices, value)
-// A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['revoked', 'The key was revoked.'],
   ['key-shown', 'A new key is shown only once, right after it is created. If it was not copied, roll it.'],
   ['endpoint-deleted', 'The webhook endpoint was deleted.'],
 ])
 
-// The routes' inputs. Every input gets a page, so one that fails its schema (a JSON field that is not
-// text, a multipart body) is attached to the request (attachValidation), never answered with the
-// generic error page: the handlers read forms through formValues (anything but a string is '') and
-// check them. Forms also carry _csrf (checked in web.routes.ts); FormBody allows it.
-const SettingsQuery = Type.Object({ notice: Type.Optional(Type.String()) })
+// Inputs that fail their schema are attached, not refused: the handler answers on its page (forms.ts).
 const KeyParams = Type.Object({ keyId: Type.String() })
 const CreatedQuery = Type.Object({ rolled_from: Type.Optional(Type.String({ maxLength: 100 })) })
 const CREATE_KEY_FIELDS = ['name', 'scope', 'expires'] as const
@@ -74,8 +68,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 }> = async (app, { deps, render, cookieOptions }) => {
   const { db } = deps.database
   const prefix = deps.config.keyPrefix
-  // A new key is shown once, on the page the POST redirects to (DESIGN §11): reloading that page
-  // shows nothing and issues nothing (secret-once.ts).
+  // A new key is shown once (docs/design.md#web-application).
   const secretOnce = createSecretOnce(deps.secret, cookieOptions)
   const createdPath = (accountId: string, keyId: string) => `/app/${accountId}/settings/api/keys/${keyId}/created`
 
@@ -86,9 +79,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   async function keyRows(accountId: string, now: Date): Promise<{ rows: KeyRow[]; days: string[] }> {
     const days = lastDays(now)
-    // Requests are counted in memory and written every 5 s (key-verifier.ts): without this, a key
-    // used a moment ago showed "Last used: never" and an empty chart. Only this process's counts;
-    // another instance's arrive within its 5 s (docs/web-app.md).
+    // Use is written in batches (key-verifier.ts): this process's pending counts first, so a key used
+    // a moment ago does not show "Last used: never" (docs/web-app.md).
     await deps.keyVerifier.flush().catch(() => {})
     const [keys, usage] = await Promise.all([
       listApiKeys(db, accountId, prefix),
@@ -100,7 +92,6 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     return { rows, days }
   }
 
-  /** What the settings page shows: keys with their daily requests, the recent activity, the webhook endpoints. */
   async function pageData(request: FastifyRequest, now: Date) {
     const { account, role } = accountContext(request)
     const [{ rows, days }, activity, endpoints, mayManage] = await Promise.all([
@@ -135,9 +126,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   }
 
   /**
-   * Which keys this person may roll and revoke: all for owners and admins; for a member, only the
-   * read-only keys they issued themselves (users/roles.ts), never a full-access key nor a read-only
-   * key someone else's integration depends on. The page shows the buttons, and the guard refuses, by it.
+   * Which keys this person may roll and revoke: all for owners and admins; for a member only the
+   * read-only keys they issued (another's integration may depend on the rest). Page and guard agree.
    */
   async function keyManagement(
     request: FastifyRequest,
@@ -156,8 +146,6 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     }
   }
 
-  const actorOf = (request: FastifyRequest): AuditActor => ({ userId: accountContext(request).user.id, ip: request.ip })
-
   /** The key is revoked or rolled already; a lost push only delays other instances by their cache TTL. */
   function warnIfNotPushed(request: FastifyRequest, keyId: string, pushed: boolean): void {
     if (!pushed) {
@@ -165,16 +153,12 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     }
   }
 
-  app.get(
-    '/settings/api',
-    { schema: { querystring: SettingsQuery }, attachValidation: true },
-    async (request, reply) => {
-      const now = deps.clock.now()
-      const notice = NOTICES.get(request.query.notice ?? '')
-      const data = await pageData(request, now)
-      return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
-    },
-  )
+  app.get('/settings/api', { schema: { querystring: NoticeQuery }, attachValidation: true }, async (request, reply) => {
+    const now = deps.clock.now()
+    const notice = noticeOf(NOTICES, request.query.notice)
+    const data = await pageData(request, now)
+    return render(request, reply, (c) => apiSettingsPage(c, { ...data, ...(notice ? { notice } : {}) }))
+  })
 
   app.post(
     '/settings/api/keys',
@@ -199,7 +183,13 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       await checkKeyIssueBudget(request, now)
       const scopes = values.scope === 'read' ? READ_ONLY_SCOPES : FULL_SCOPES
       const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
-      const { apiKey, secret } = await issueKey(deps, account.id, { name, scopes, expiresAt }, actorOf(request), now)
+      const { apiKey, secret } = await issueKey(
+        deps,
+        account.id,
+        { name, scopes, expiresAt },
+        auditActorOf(request),
+        now,
+      )
       const page = createdPath(account.id, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)
       return reply.redirect(page, 303)
@@ -247,7 +237,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       await refuseMemberUnlessOwnReadOnly(request, key.apiKey)
       const now = deps.clock.now()
       // Never limited: revoking is what one does when a key leaks, and it makes no secret.
-      const { pushed } = await revokeKey(deps, key, actorOf(request), now)
+      const { pushed } = await revokeKey(deps, key, auditActorOf(request), now)
       warnIfNotPushed(request, key.apiKey.id, pushed)
       return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
     },
@@ -285,7 +275,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       }
       const now = deps.clock.now()
       await checkKeyIssueBudget(request, now)
-      const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, actorOf(request), now)
+      const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, auditActorOf(request), now)
       warnIfNotPushed(request, old.apiKey.id, pushed)
       const page = createdPath(account.id, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)
@@ -294,11 +284,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   )
 }
 
-/**
- * DESIGN §11: a member works on contacts and may hold read-only keys at most. A full-access key
- * (issued, rolled or revoked) is for owners and admins: with one, a member could manage webhooks
- * and send every contact change to a URL of theirs through the API.
- */
+/** A full-access key is for owners and admins only (docs/design.md#web-application). */
 function refuseMemberFullAccess(request: FastifyRequest): void {
   if (!can(accountContext(request).role, 'full_keys')) {
     throw new AppError('insufficient_scope', 'Members can create and manage read-only keys only.')

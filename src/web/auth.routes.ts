@@ -125,11 +125,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
   })
 
   /**
-   * A sign-up with a registered email. Without an email channel the app cannot answer "check your
-   * inbox" alike for both cases, so some answer must differ from a new email's. The least it can
-   * tell: with the right password, the person is signed in and gets the account they asked for
-   * (they are the owner of that email); with any other, that the email is registered, nothing more.
-   * That is a password check, so it goes through the sign-in throttle too.
+   * A sign-up with a registered email: with the right password the person is signed in and gets the
+   * account; with any other, only that the email is registered. A password check, so throttled as a
+   * sign-in (docs/web-security.md, "What sign-up reveals").
    */
   async function signUpExisting(
     request: FastifyRequest,
@@ -199,7 +197,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
   })
 }
 
-/** Sign-up and sign-in land on the same page, the account's contacts (issue 13). */
+/** Sign-up and sign-in land on the same page, the account's contacts (docs/web-app.md). */
 const landing = (accountId: string) => `/app/${accountId}/contacts`
 
 const EMAIL_REGISTERED = 'This email is already registered. Sign in with its password, or use another email.'

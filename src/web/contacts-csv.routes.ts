@@ -1,6 +1,5 @@
-// CSV export and import of an account's contacts under /app/:accountId/contacts: the export streams
-// every contact; an upload is stored as an import job (src/imports/) and the browser is sent to
-// the job's page, which shows its progress and then its result or each problem by row and column.
+// CSV export and import of an account's contacts: the export streams; an upload is stored as an
+// import job (src/imports/), whose page shows its progress, then its result or each problem.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import {
@@ -72,8 +71,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
     const view = importView(account.id)
     const refuse = (status: number, formError: string) =>
       render(request, reply, (c) => importPage(c, { ...view, formError }), status)
-    // A urlencoded post passed the CSRF check of the preValidation hook (web.routes.ts), but carries
-    // no file.
+    // A urlencoded post passed the CSRF check (web.routes.ts) but carries no file.
     if (!request.isMultipart()) {
       return refuse(400, 'Choose a CSV file to import.')
     }

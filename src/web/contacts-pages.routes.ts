@@ -1,7 +1,6 @@
-// Contacts pages under /app/:accountId/contacts (list, search, create, edit, delete; CSV in
-// contacts-csv.routes.ts).
-// Inputs are checked with the API's schemas and rules (contacts.messages.ts) and written by the
-// contact service, as the API writes them, so the pages and the API cannot disagree.
+// Contacts pages: list, search, create, edit, delete (CSV: contacts-csv.routes.ts). Inputs go through
+// the API's schemas and rules and are written by the contact service, so the pages and the API
+// cannot disagree.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
@@ -16,6 +15,7 @@ import type { Deps } from '../deps.js'
 import { AppError, type FieldError } from '../http/errors.js'
 import { type CursorScope, decodeCursor, encodeCursor } from '../http/pagination.js'
 import { FormBody, formValues } from './forms.js'
+import { noticeOf } from './notices.js'
 import {
   badListRequestPage,
   CONTACT_FORM_FIELDS,
@@ -31,7 +31,6 @@ import { accountContext } from './request-context.js'
 
 export const CONTACTS_PAGE_SIZE = 50
 
-// A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['created', 'The contact was created.'],
   ['updated', 'The contact was saved.'],
@@ -39,10 +38,8 @@ const NOTICES = new Map([
 ])
 
 /**
- * A query parameter as the parser gives it: text, or a list when the link repeats it. The route
- * schemas accept any such value, and the handler checks it, so a bad link gets a page that says what
- * is wrong rather than the generic error: Fastify validates before the account's membership (404)
- * is checked, too.
+ * A query parameter as parsed: text, or a list when repeated. Checked by the handler, after the
+ * membership check, so a bad link gets a page that says what is wrong.
  */
 const QueryValue = Type.Union([Type.String(), Type.Array(Type.String())])
 const ContactsListQuery = Type.Object({
@@ -56,7 +53,6 @@ const ContactParams = Type.Object({ id: Type.String() })
 const ContactForm = FormBody(CONTACT_FORM_FIELDS)
 const DeleteContactForm = FormBody([])
 
-/** The list's filters, checked with the API's own query schema. */
 const ListFilters = TypeCompiler.Compile(Type.Pick(ListContactsQuery, ['q', 'tag', 'after']))
 const FILTER_NAMES: Record<string, string> = { q: 'search', tag: 'tag' }
 
@@ -177,7 +173,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
       return search ? `${base(account.id)}?${search}` : base(account.id)
     }
     const last = page[page.length - 1]
-    const notice = typeof query.notice === 'string' ? NOTICES.get(query.notice) : undefined
+    const notice = noticeOf(NOTICES, query.notice)
     return render(request, reply, (c) =>
       contactsListPage(c, {
         accountId: account.id,
@@ -203,8 +199,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
 
   /**
    * Validates and saves, true; on a problem renders the form with what to fix, false. Not the reply:
-   * it is a thenable, which `await` would read as undefined, and the handler would redirect after
-   * the page was sent.
+   * a reply is a thenable, which `await` would read as undefined.
    */
   async function saveContact(
     request: FastifyRequest,

@@ -1,18 +1,13 @@
 // Urlencoded forms: the schema of a form's body, and reading its fields as text.
 import { Type } from '@sinclair/typebox'
 
-/**
- * A urlencoded value as parsed: text, or a list of texts when the name is repeated. The routes
- * read a list as '' (formValues), as they read a missing field, and answer on the form page.
- */
+/** A urlencoded value as parsed: text, or a list when the name is repeated (formValues reads it as ''). */
 export const UrlencodedValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]))
 
 /**
- * The body schema of a form: the named fields, and any other (`_csrf`). Every urlencoded form
- * passes it; a body that does not (a JSON field that is not text, a multipart body, which is not
- * parsed into fields) must not be refused either, so every form route declares it with
- * `attachValidation: true` and reads its fields through formValues: the handler's own checks then
- * answer with the form page and its messages, as for any other bad input.
+ * The body schema of a form: the named fields, and any other (`_csrf`). A form route declares it with
+ * `attachValidation: true` and reads fields through formValues, so a body that fails it (a JSON field
+ * that is not text, a multipart body) is answered on the form page like any other bad input.
  */
 export function FormBody<K extends string>(names: readonly K[]) {
   const fields = Object.fromEntries(names.map((name) => [name, UrlencodedValue]))
@@ -24,10 +19,7 @@ export function formField(body: unknown, name: string): unknown {
   return typeof body === 'object' && body !== null ? (body as Record<string, unknown>)[name] : undefined
 }
 
-/**
- * The named fields of a form as text, '' when absent or not one text. On a route with a FormBody
- * schema, the names must be among its fields.
- */
+/** The named fields of a form as text, '' when absent or not one text. */
 export function formValues<Body, K extends FieldName<Body>>(
   request: { body: Body },
   names: readonly K[],
@@ -35,7 +27,7 @@ export function formValues<Body, K extends FieldName<Body>>(
   return Object.fromEntries(
     names.map((name) => {
       const value = formField(request.body, name)
-      // U+0000 cannot be stored (DESIGN §4); a form cannot usefully send it, so it is dropped.
+      // U+0000 cannot be stored (docs/design.md#identifiers-and-storage): a form's is dropped.
       return [name, typeof value === 'string' ? value.replaceAll('\u0000', '') : '']
     }),
   ) as Record<K, string>

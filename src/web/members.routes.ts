@@ -1,7 +1,5 @@
-// Settings and Settings → Members. Everyone in an account sees the Settings page; only owners see
-// and change its members: invitations (a single-use link the owner passes on, DESIGN §11), roles,
-// removal. The form answers alike whether or not the email has signed up: an invitation works for
-// either.
+// Settings, and Settings → Members: only owners see and change members (invitations, roles,
+// removal). The invite form answers alike whether or not the email has signed up (docs/web-app.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { Deps } from '../deps.js'
@@ -19,6 +17,7 @@ import { clientKey } from '../rate-limit/client-key.js'
 import { can, isRole } from '../users/roles.js'
 import { changeMembership, findUser, listMembers } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
+import { NoticeQuery, noticeOf } from './notices.js'
 import { invitationCreatedPage, membersPage, removeMemberConfirmPage } from './pages/members-page.js'
 import { settingsPage } from './pages/settings-pages.js'
 import { requirePermission } from './permissions.js'
@@ -27,7 +26,6 @@ import { accountContext } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
 
-// A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['revoked', 'The invitation was revoked: its link no longer works.'],
   ['role', 'The role was changed.'],
@@ -36,7 +34,6 @@ const NOTICES = new Map([
   ['last-owner', 'An account keeps at least one owner: make someone else owner first.'],
 ])
 
-const MembersQuery = Type.Object({ notice: Type.Optional(Type.String()) })
 const MemberParams = Type.Object({ userId: Type.String({ maxLength: 100 }) })
 const InvitationParams = Type.Object({ invitationId: Type.String({ maxLength: 100 }) })
 const INVITE_FIELDS = ['email', 'role'] as const
@@ -105,10 +102,10 @@ const ownerRoutes: FastifyPluginAsyncTypebox<{
 
   app.get(
     '/settings/members',
-    { schema: { querystring: MembersQuery }, attachValidation: true },
+    { schema: { querystring: NoticeQuery }, attachValidation: true },
     async (request, reply) => {
       const { account, user } = accountContext(request)
-      const notice = NOTICES.get(request.query.notice ?? '')
+      const notice = noticeOf(NOTICES, request.query.notice)
       return render(request, reply, await page(account.id, user.id, notice ? { notice } : {}))
     },
   )

@@ -1,6 +1,5 @@
-// What belongs to a person rather than to one account: the page an invitation link opens (reached
-// signed out too, so it can say to sign in or sign up first), and the person's sessions with
-// "sign out everywhere else".
+// What belongs to a person rather than to one account: the page an invitation link opens (signed out
+// too, to say to sign in first), and the person's sessions.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
@@ -89,10 +88,7 @@ const sessionsRoutes: FastifyPluginAsyncTypebox<{
   })
 }
 
-/**
- * Settings → Your sessions: the signed-in person's sessions (all their accounts share them), shown
- * inside the account they came from so the page keeps its header and Settings tabs.
- */
+/** Settings → Your sessions, shown inside the account the person came from, with its header and tabs. */
 export const accountSessionsRoutes: FastifyPluginAsyncTypebox<{
   deps: Pick<Deps, 'database' | 'clock'>
   render: Render

@@ -3,6 +3,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Account } from '../accounts/accounts.store.js'
+import type { AuditActor } from '../audit/audit.js'
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
@@ -54,7 +55,6 @@ export function requireSignIn(scope: FastifyInstance, db: Db): void {
   })
 }
 
-/** The path parameter of every page under /app/:accountId. */
 export const AccountParams = Type.Object({ accountId: Type.String() })
 
 /**
@@ -74,7 +74,6 @@ export function requireMembership(scope: FastifyInstance): void {
   })
 }
 
-/** The signed-in person, if any. */
 export const sessionUser = (request: FastifyRequest): User | undefined => stateOf(request).user
 
 export interface SignedInContext {
@@ -105,6 +104,12 @@ export function accountContext(request: FastifyRequest): AccountContext {
   }
   return { user, account, role }
 }
+
+/** The signed-in person of an account's page as the audit log names an actor. */
+export const auditActorOf = (request: FastifyRequest): AuditActor => ({
+  userId: accountContext(request).user.id,
+  ip: request.ip,
+})
 
 /** What the page frame shows of this request: the person, their accounts, the current account. */
 export function pageContext(request: FastifyRequest, csrf: string): PageContext {

@@ -6,17 +6,9 @@ import type { IncomingHttpHeaders } from 'node:http'
 export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS'])
 
 /**
- * Why a request is refused as cross-origin, or undefined when it may go on. `ownOrigins`: the
- * app's public origin (APP_URL) and the origin the request itself was addressed to (its scheme and
- * Host), so a direct visit to an instance works as well as one through the public address.
- *
- * - `Sec-Fetch-Site: cross-site` or `same-site` is refused: same-site includes a sibling
- *   subdomain, whose pages SameSite=Lax cookies do not keep out and the app does not trust.
- * - Another port of the same host is same-site too; its `Origin` differs, so it is refused below
- *   when the browser sends no `Sec-Fetch-Site`.
- * - An `Origin` other than one of ours is refused, `null` (sandboxed frames, opaque redirects)
- *   included.
- * - Neither header: not a browser (or a very old one); the CSRF token alone decides.
+ * Why a request is refused as cross-origin, or undefined when it may go on (the rules and their
+ * reasons: docs/web-security.md, "Forged requests"). `ownOrigins`: APP_URL's origin and the one the
+ * request was addressed to, so a direct visit to an instance works too.
  */
 export function crossOriginReason(headers: IncomingHttpHeaders, ownOrigins: readonly string[]): string | undefined {
   const site = headerValue(headers['sec-fetch-site'])?.toLowerCase()

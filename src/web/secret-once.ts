@@ -1,8 +1,6 @@
-// A new secret (an API key, a webhook signing secret), shown once on the page the creating POST redirects to (DESIGN §11).
-// The POST seals the secret into a short-lived cookie scoped to that page's path; the page opens it
-// and clears it in the same response, so a reload (or any later GET) finds nothing and creates
-// nothing. Sealed with AES-256-GCM (lib/crypto.ts seal) under a key derived from SECRET, so any
-// instance can open it; bound to the session and the key or endpoint, so it is useless anywhere else.
+// A new secret shown once, on the page the creating POST redirects to (docs/design.md#web-application):
+// sealed into a short-lived cookie for that page, bound to the session and the target, and cleared
+// by the page that opens it. Sealed under a key derived from SECRET, so any instance can open it.
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { deriveKey, seal, sha256Hex, unseal } from '../lib/crypto.js'
 

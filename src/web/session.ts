@@ -55,7 +55,6 @@ export function csrfTokenFor(
   return csrfToken(secret, `pre:${pre}`)
 }
 
-/** True when the submitted token matches the one this request's cookies allow. */
 export function isValidCsrf(request: FastifyRequest, secret: string, submitted: unknown): boolean {
   if (typeof submitted !== 'string' || submitted.length === 0) {
     return false

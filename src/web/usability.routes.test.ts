@@ -1,7 +1,6 @@
-// Issue 13, point 8, through HTTP on every dialect: sign-up and sign-in land on the same page; an
-// invitation link brings the person back after signing in or up, by a `next` that is only ever a
-// path of this app; the keys page shows a use at once and "Never" for keys without expiry, with
-// links rather than a form in each row; Settings' tabs on each of its pages.
+// The web app's usability promises (docs/web-app.md) through HTTP on every dialect: sign-up and
+// sign-in land on the same page; an invitation link brings the person back by a `next` that is only
+// ever a path of this app; the keys page shows a use at once; Settings' tabs on each of its pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
@@ -25,7 +24,7 @@ const carriedNext = (body: string) => ({
   links: [...body.matchAll(/href="(\/sign-(?:in|up)\?[^"]*)"/g)].map((m) => (m[1] ?? '').replaceAll('&amp;', '&')),
 })
 
-describe.each(testDialects())('web app usability (issue 13.8) on %s', (dialect) => {
+describe.each(testDialects())('web app usability on %s', (dialect) => {
   let t: TestHarness
   beforeAll(async () => {
     t = await createTestHarness({ dialect })

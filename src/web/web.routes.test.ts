@@ -41,8 +41,8 @@ describe.each(testDialects())('web app on %s', (dialect) => {
   }
 
   /**
-   * A new key's POST redirects (303) to the page that shows it once (DESIGN §11); a reload of that
-   * page shows it no more and issues nothing.
+   * A new key's POST redirects (303) to the page that shows it once (docs/design.md#web-application);
+   * a reload of that page shows it no more and issues nothing.
    */
   async function shownOnce(client: WebClient, res: LightMyRequestResponse) {
     expect(res.statusCode, res.body.slice(0, 500)).toBe(303)
@@ -374,7 +374,7 @@ describe.each(testDialects())('web app on %s', (dialect) => {
         headers: { cookie: `sid=${client.cookies.get('sid')}`, 'content-type': contentType },
         payload: body,
       })
-      // Before, a multipart sign-out took effect without its token being read (issue 13): refused now.
+      // A multipart sign-out once took effect without its token being read: refused now.
       expect(out.statusCode).toBe(403)
       expect((await client.get(`/app/${accountId}/settings/api`)).statusCode).toBe(200)
     })

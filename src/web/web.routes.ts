@@ -58,9 +58,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   const formExpired = (request: FastifyRequest, reply: FastifyReply) =>
     render(request, reply, (c) => errorPage(403, 'Form expired', 'Reload the page and submit the form again.', c), 403)
 
-  // The second line, before the body is even read: a state-changing request that the browser says
-  // comes from another site, or from another origin (a sibling subdomain, another port), is refused
-  // whatever it carries (same-origin.ts). Before the session is loaded: a forged request costs no query.
+  // CSRF's second line (same-origin.ts), before the body is read or the session loaded: a forged
+  // request costs no query.
   const appOrigin = originOf(deps.config.appUrl)
   app.addHook('onRequest', async (request, reply) => {
     if (SAFE_METHODS.has(request.method)) {
@@ -82,11 +81,8 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
 
   loadSessionUser(app, db, deps.clock)
 
-  // Every post must carry the form's token, checked before any handler. A multipart post is
-  // accepted only by a route that takes a file (route config `acceptsFile`: the CSV import, which
-  // checks the token in its handler, first thing, since it streams the body); on any other route it
-  // is refused here, so a forged multipart post to sign-out or a delete does nothing. Before
-  // validation, so a forged post learns nothing from how its fields are checked.
+  // Every post carries the form's token, checked before validation. A multipart post is refused but
+  // on a route that takes a file (`acceptsFile`: the CSV import checks the token first thing itself).
   app.addHook('preValidation', async (request, reply) => {
     if (request.method !== 'POST') {
       return
@@ -103,13 +99,11 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
   })
 
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    // An empty JSON body is an error, not a missing body, on a route with a body schema
-    // (http/input.ts): it carries no token either, so it gets the answer of the CSRF check.
+    // An empty JSON body on a route with a body schema carries no token either: the CSRF check's answer.
     if (error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
       return formExpired(request, reply)
     }
-    // An input that fails its schema on a route without attachValidation (form routes attach it and
-    // answer on their page) gets an error page too, never JSON.
+    // An input that fails its schema on a route without attachValidation gets an error page, never JSON.
     const appError = error instanceof AppError ? error : error.validation ? toAppError(error) : undefined
     if (appError?.code === 'not_found') {
       return render(
@@ -134,8 +128,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
     if (error.statusCode === 413) {
       return render(request, reply, (c) => errorPage(413, 'Too large', 'The upload is larger than 5 MiB.', c), 413)
     }
-    // Any other error Fastify raises for the request itself (a body that is not what it claims to
-    // be, a bad header): the client's fault, a 4xx page, never a 500 or an error-level log.
+    // Any other error Fastify raises for the request itself is the client's: a 4xx page, no error log.
     const status = error.statusCode ?? 500
     if (status >= 400 && status < 500) {
       return render(

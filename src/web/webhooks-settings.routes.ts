@@ -1,25 +1,21 @@
-// Settings → "API & Webhooks", the webhooks half, under /app/:accountId/settings/api/webhooks: add an
-// endpoint (its secret shown once after the redirect), the endpoint page (reveal, roll, enable or
-// disable, delete, send a test event, recent deliveries), and one delivery (its request, its
-// response, resend). Owners and admins only (DESIGN §11). Every change goes through
-// webhooks/endpoint-lifecycle.ts with the signed-in person as actor, so it is audited in its own
-// transaction, exactly as the API's changes are made.
+// Settings → "API & Webhooks", the webhooks half: add an endpoint, and the endpoint's page (reveal,
+// roll, enable or disable, delete, test, recent deliveries). Owners and admins only. Changes go
+// through webhooks/endpoint-lifecycle.ts, as the API's do, audited with the person as actor.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { AuditActor } from '../audit/audit.js'
 import type { Db } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { EVENT_TYPES } from '../events/events.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
-import { toDelivery, type WebhookDelivery } from '../webhooks/deliveries.js'
-import { findDelivery, listDeliveryRows } from '../webhooks/deliveries.store.js'
+import type { WebhookDelivery } from '../webhooks/deliveries.js'
+import { listDeliveryRows } from '../webhooks/deliveries.store.js'
 import {
   changeEndpoint,
   createEndpoint,
   removeEndpoint,
-  retryEndpointDelivery,
+  requireEndpoint,
   revealEndpointSecret,
   rollSecret,
   sendTestEvent,
@@ -33,12 +29,11 @@ import {
   type WebhookEndpoint,
 } from '../webhooks/endpoints.js'
 import { type EndpointRow, findEndpoint, listEndpointRows } from '../webhooks/endpoints.store.js'
-import { deliveryPayload } from '../webhooks/payload.js'
 import { FormBody, formField, formValues } from './forms.js'
+import { NoticeQuery, noticeOf } from './notices.js'
 import { errorPage } from './pages/layout.js'
 import {
   deleteEndpointPage,
-  deliveryPage,
   type EndpointFormValues,
   endpointPage,
   newEndpointPage,
@@ -47,11 +42,12 @@ import {
   secretOncePage,
 } from './pages/webhooks-pages.js'
 import type { Render } from './render.js'
-import { type AccountContext, accountContext } from './request-context.js'
+import { type AccountContext, accountContext, auditActorOf } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
+import { webhookDeliveriesSettingsRoutes } from './webhook-deliveries-settings.routes.js'
 
-/** Owners and admins manage webhooks; members work with contacts only (DESIGN §11). */
+/** Owners and admins manage webhooks; members work with contacts only (docs/design.md#web-application). */
 export const canManageWebhooks = (role: AccountContext['role']): boolean => can(role, 'webhooks')
 
 /** The account's endpoints (at most ENDPOINTS_PER_ACCOUNT_MAX), oldest first. */
@@ -61,23 +57,19 @@ export async function listAccountEndpoints(db: Db, accountId: string): Promise<W
 }
 
 const RECENT_DELIVERIES = 25
-/** How long the old secret still signs, per choice of the roll form (DESIGN §11: now / 1 h / 24 h / 7 d). */
+/** How long the old secret still signs, per choice of the roll form. */
 const OVERLAP_SECONDS = { now: 0, '1h': 3600, '24h': 86_400, '7d': 604_800 } as const satisfies Record<
   keyof typeof SECRET_OVERLAP_CHOICES,
   number
 >
-// A Map, so a prototype name (`?notice=constructor`) is no notice.
 const NOTICES = new Map([
   ['enabled', 'The endpoint is enabled.'],
   ['disabled', 'The endpoint is disabled: nothing is sent to it until it is enabled again.'],
   ['test-sent', 'A webhook.test event is queued for this endpoint.'],
-  ['resent', 'One more attempt of this delivery is queued.'],
   ['deleted', 'The webhook endpoint was deleted.'],
 ])
 
-const NoticeQuery = Type.Object({ notice: Type.Optional(Type.String()) })
 const EndpointParams = Type.Object({ accountId: Type.String(), endpointId: Type.String() })
-const DeliveryParams = Type.Object({ accountId: Type.String(), endpointId: Type.String(), deliveryId: Type.String() })
 const CREATE_FIELDS = ['url', 'description'] as const
 const CreateForm = FormBody([...CREATE_FIELDS, 'events'])
 const ROLL_FIELDS = ['overlap', 'confirm'] as const
@@ -107,14 +99,10 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     }
   })
 
-  const actorOf = (request: FastifyRequest): AuditActor => ({ userId: accountContext(request).user.id, ip: request.ip })
-
-  async function endpointOr404(accountId: string, endpointId: string): Promise<EndpointRow> {
-    const row = await findEndpoint(db, accountId, endpointId)
-    if (!row) {
-      throw new AppError('not_found', 'No webhook endpoint with this id exists in this account.')
-    }
-    return row
+  /** The page's account and endpoint, or the 404 page. */
+  async function endpointOf(request: FastifyRequest, endpointId: string) {
+    const { account } = accountContext(request)
+    return { account, row: await requireEndpoint(db, account.id, endpointId) }
   }
 
   /** The previous secret's end, while it still signs. */
@@ -206,7 +194,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
           deps.webhooks,
           account.id,
           { url, description: description === '' ? null : description, events: events.value },
-          actorOf(request),
+          auditActorOf(request),
           deps.clock.now(),
         )
         return redirectToSecret(request, reply, endpoint, secret)
@@ -225,8 +213,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/secret',
     { schema: { params: EndpointParams }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { account, row } = await endpointOf(request, request.params.endpointId)
       const now = deps.clock.now()
       const secret = secretOnce.take(request, reply, `${prefix(account.id)}/${row.id}/secret`, row.id, now)
       return render(request, reply, (c) =>
@@ -244,9 +231,8 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId',
     { schema: { params: EndpointParams, querystring: NoticeQuery }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
-      const notice = NOTICES.get(typeof request.query?.notice === 'string' ? request.query.notice : '')
+      const { row } = await endpointOf(request, request.params.endpointId)
+      const notice = noticeOf(NOTICES, request.query?.notice)
       return showEndpoint(request, reply, row, notice ? { notice } : {})
     },
   )
@@ -255,9 +241,14 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/reveal',
     { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
-      const revealed = await revealEndpointSecret(deps.webhooks, account.id, row.id, actorOf(request), deps.clock.now())
+      const { account, row } = await endpointOf(request, request.params.endpointId)
+      const revealed = await revealEndpointSecret(
+        deps.webhooks,
+        account.id,
+        row.id,
+        auditActorOf(request),
+        deps.clock.now(),
+      )
       return showEndpoint(request, reply, row, { revealed })
     },
   )
@@ -266,8 +257,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/roll',
     { schema: { params: EndpointParams, body: RollForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { account, row } = await endpointOf(request, request.params.endpointId)
       const { overlap, confirm } = formValues(request, ROLL_FIELDS)
       if (!Object.hasOwn(OVERLAP_SECONDS, overlap)) {
         return showEndpoint(request, reply, row, { error: 'Choose when the old secret stops signing.' }, 400)
@@ -284,7 +274,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
         account.id,
         row.id,
         seconds,
-        actorOf(request),
+        auditActorOf(request),
         deps.clock.now(),
       )
       return redirectToSecret(request, reply, endpoint, secret)
@@ -295,14 +285,13 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/status',
     { schema: { params: EndpointParams, body: StatusForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { account, row } = await endpointOf(request, request.params.endpointId)
       const { status } = formValues(request, STATUS_FIELDS)
       if (status !== 'enabled' && status !== 'disabled') {
         return showEndpoint(request, reply, row, { error: 'Choose to enable or disable the endpoint.' }, 400)
       }
       const done = await orShowError(request, reply, row, () =>
-        changeEndpoint(deps.webhooks, account.id, row.id, { status }, actorOf(request), deps.clock.now()),
+        changeEndpoint(deps.webhooks, account.id, row.id, { status }, auditActorOf(request), deps.clock.now()),
       )
       return done.ok ? reply.redirect(`${prefix(account.id)}/${row.id}?notice=${status}`, 303) : done.reply
     },
@@ -312,10 +301,9 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/test',
     { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { account, row } = await endpointOf(request, request.params.endpointId)
       const done = await orShowError(request, reply, row, () =>
-        sendTestEvent(deps.webhooks, account.id, row.id, actorOf(request), deps.clock.now()),
+        sendTestEvent(deps.webhooks, account.id, row.id, auditActorOf(request), deps.clock.now()),
       )
       return done.ok ? reply.redirect(`${prefix(account.id)}/${row.id}?notice=test-sent`, 303) : done.reply
     },
@@ -325,8 +313,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/delete',
     { schema: { params: EndpointParams }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const row = await endpointOr404(account.id, request.params.endpointId)
+      const { account, row } = await endpointOf(request, request.params.endpointId)
       return render(request, reply, (c) => deleteEndpointPage(c, { accountId: account.id, endpoint: toEndpoint(row) }))
     },
   )
@@ -336,83 +323,18 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
       const { account } = accountContext(request)
-      await removeEndpoint(deps.webhooks, account.id, request.params.endpointId, actorOf(request), deps.clock.now())
+      await removeEndpoint(
+        deps.webhooks,
+        account.id,
+        request.params.endpointId,
+        auditActorOf(request),
+        deps.clock.now(),
+      )
       return reply.redirect(`/app/${account.id}/settings/api?notice=endpoint-deleted`, 303)
     },
   )
 
-  app.get(
-    '/settings/api/webhooks/:endpointId/deliveries/:deliveryId',
-    { schema: { params: DeliveryParams, querystring: NoticeQuery }, attachValidation: true },
-    async (request, reply) => {
-      const { account } = accountContext(request)
-      const notice = NOTICES.get(typeof request.query?.notice === 'string' ? request.query.notice : '')
-      return showDelivery(request, reply, account.id, request.params, notice ? { notice } : {})
-    },
-  )
-
-  app.post(
-    '/settings/api/webhooks/:endpointId/deliveries/:deliveryId/retry',
-    { schema: { params: DeliveryParams, body: EmptyForm }, attachValidation: true },
-    async (request, reply) => {
-      const { account } = accountContext(request)
-      const { endpointId, deliveryId } = request.params
-      const deliveryUrl = `${prefix(account.id)}/${endpointId}/deliveries/${deliveryId}`
-      try {
-        await retryEndpointDelivery(
-          deps.webhooks,
-          account.id,
-          endpointId,
-          deliveryId,
-          actorOf(request),
-          deps.clock.now(),
-        )
-      } catch (error) {
-        if (!(error instanceof AppError) || error.code === 'not_found') {
-          throw error
-        }
-        return showDelivery(request, reply, account.id, request.params, { error: error.message }, 409)
-      }
-      return reply.redirect(`${deliveryUrl}?notice=resent`, 303)
-    },
-  )
-
-  async function showDelivery(
-    request: FastifyRequest,
-    reply: FastifyReply,
-    accountId: string,
-    params: { endpointId: string; deliveryId: string },
-    extra: { notice?: string; error?: string },
-    status = 200,
-  ) {
-    const row = await endpointOr404(accountId, params.endpointId)
-    const delivery = await findDelivery(db, accountId, row.id, params.deliveryId)
-    if (!delivery) {
-      throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
-    }
-    const event =
-      delivery.payload === null
-        ? await db
-            .selectFrom('events')
-            .select('body')
-            .where('account_id', '=', accountId)
-            .where('id', '=', delivery.event_id)
-            .executeTakeFirst()
-        : undefined
-    return render(
-      request,
-      reply,
-      (c) =>
-        deliveryPage(c, {
-          accountId,
-          endpoint: toEndpoint(row),
-          delivery: toDelivery(delivery),
-          body: deliveryPayload(delivery, event?.body),
-          ...extra,
-        }),
-      status,
-    )
-  }
+  await app.register(webhookDeliveriesSettingsRoutes, { deps, render })
 }
 
 type CheckedEvents =

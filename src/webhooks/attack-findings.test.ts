@@ -27,10 +27,8 @@ describe.each(testDialects())('attack findings on webhooks, %s', (dialect) => {
   })
   afterAll(() => t.close())
 
-  // DESIGN §11: roles `admin` (keys, webhooks, contacts), `member` (contacts only; can create
-  // read-only keys at most). The web app creates a full key for a member, and that key manages the
-  // account's webhooks through the API: create an endpoint (and receive every contact), roll a
-  // secret (and read it).
+  // A member works on contacts and holds read-only keys at most (docs/design.md#web-application);
+  // with a full key a member could manage webhooks through the API and receive every contact.
   it('a member cannot create a full-access key, so cannot manage webhooks through the API', async () => {
     const owner = await signUp(t.app, 'attack-owner@example.com', 'Owner Co')
     const member = await signUp(t.app, 'attack-member@example.com', 'Member Co')

@@ -1,11 +1,12 @@
 // Tenant-scoped delivery reads and the two ways a person adds an attempt: retry one delivery, or
-// send a test event. The worker's side of the queue is delivery-queue.ts.
+// send a test event. The worker's side is delivery-dispatch.ts, -claim.ts, -attempts.ts.
 import { purgeOlderThan } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow } from '../http/pagination.js'
 import { newId } from '../lib/ids.js'
 import { type ListDeliveriesFilters, toDelivery } from './deliveries.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
+import { deliveryPayload } from './payload.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
 export type DeliveryRow = WebhookDeliveriesTable
@@ -45,6 +46,20 @@ export async function findDelivery(
     .where('endpoint_id', '=', endpointId)
     .where('id', '=', id)
     .executeTakeFirst()
+}
+
+/** The body this delivery sends: its own payload, or its event's (undefined once the event is purged). */
+export async function findDeliveryBody(db: Db, delivery: DeliveryRow): Promise<string | undefined> {
+  const event =
+    delivery.payload === null
+      ? await db
+          .selectFrom('events')
+          .select('body')
+          .where('account_id', '=', delivery.account_id)
+          .where('id', '=', delivery.event_id)
+          .executeTakeFirst()
+      : undefined
+  return deliveryPayload(delivery, event?.body)
 }
 
 /**
@@ -92,10 +107,7 @@ export async function insertTestDelivery(
   return row
 }
 
-/**
- * A new delivery of an event to one endpoint, due at `at` and not yet attempted: the fan-out's
- * (delivery-queue.ts) and a test event's. `payload` is the body to send when it is not the event's.
- */
+/** A new delivery of an event to one endpoint, due at `at`; `payload` when the body is not the event's. */
 export function pendingDelivery(delivery: {
   accountId: string
   endpointId: string
@@ -127,7 +139,7 @@ export function pendingDelivery(delivery: {
 
 /**
  * Tells the worker that a delivery of the endpoint is due at `at`: only ever moves the endpoint's
- * `due_at` earlier, so it is safe from any transaction (delivery-queue.ts explains the rule).
+ * `due_at` earlier, so it is safe from any transaction (docs/design.md#delivery-queue explains the rule).
  */
 export async function markDue(trx: Db, accountId: string, endpointId: string, at: string): Promise<void> {
   await trx

@@ -1,5 +1,4 @@
-// Webhook deliveries as the API shows them (DESIGN §12): one per event and endpoint, with the
-// outcome of its last attempt.
+// Webhook deliveries as the API shows them: one per event and endpoint, with its last attempt.
 import { type Static, Type } from '@sinclair/typebox'
 import { EVENT_TYPES } from '../events/events.js'
 import { ListQuery, Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'

@@ -1,22 +1,13 @@
-// The delivery worker: a loop that fans events out (delivery-queue.ts), claims due deliveries
-// endpoint by endpoint, sends each (webhook-post.ts, signed by signing.ts) and records the outcome.
-// It runs inside `serve` (WEBHOOK_WORKER=on) or alone as `contacts-api worker`; any number of
-// them can run against one database.
+// The delivery worker: a loop that fans events out, claims due deliveries endpoint by endpoint,
+// sends each and records the outcome (docs/design.md#delivery-queue). Runs inside `serve` or as
+// `contacts-api worker`; any number of them can share one database.
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { Metrics } from '../observability/metrics.js'
-import {
-  type Attempt,
-  type AttemptRecord,
-  type Claim,
-  type ClaimedDelivery,
-  claimDeliveries,
-  DISPATCH_BATCH,
-  dispatchEvents,
-  dueEndpoints,
-  recordAttempts,
-} from './delivery-queue.js'
+import { type Attempt, type AttemptRecord, recordAttempts } from './delivery-attempts.js'
+import { type Claim, type ClaimedDelivery, claimDeliveries, dueEndpoints } from './delivery-claim.js'
+import { DISPATCH_BATCH, dispatchEvents } from './delivery-dispatch.js'
 import { type EndpointRow, liveSecrets } from './endpoints.store.js'
 import { deliveryPayload } from './payload.js'
 import { webhookHeaders } from './signing.js'
@@ -46,7 +37,7 @@ export interface DeliveryWorkerOptions {
 }
 
 export interface DeliveryWorker {
-  /** Look for work now (new events, a retry asked for, a slot freed). */
+  /** Look for work now rather than at the next poll (the loop calls it when a slot frees; tests too). */
   wake(): void
   /** Stops claiming, waits for the attempts under way to be recorded. */
   stop(): Promise<void>
@@ -101,9 +92,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     wakeUp?.()
   }
 
-  // Outcomes are recorded in batches: those that finish while a batch is being written make the
-  // next one (one transaction each, recordAttempts), so recording costs one commit per batch, not
-  // per attempt. An attempt's slot is freed once its outcome is recorded, as before.
+  // Outcomes that finish while a batch is being written make the next batch: one commit per batch.
+  // An attempt's slot is freed once its outcome is recorded.
   const toRecord: Array<{
     attempt: Attempt
     resolve: (record: AttemptRecord) => void

@@ -1,10 +1,9 @@
 // What a person or an integration does to webhook endpoints, for the API and the web app alike:
-// each action checks its rules, commits, and (given an actor: the web app) writes its audit entry
-// in the same transaction. Errors are AppErrors with the API's codes; the web app shows their text.
+// each action checks its rules and commits with its audit entry (given an actor: the web app).
 import type { Kysely } from 'kysely'
 import { type AuditAction, type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
-import { inTransaction, type Trx } from '../db/transaction.js'
+import { type Db, inTransaction, type Trx } from '../db/transaction.js'
 import { AppError, invalidParameter } from '../http/errors.js'
 import { type DeliveryRow, findDelivery, insertTestDelivery, retryDelivery } from './deliveries.store.js'
 import {
@@ -41,14 +40,10 @@ export interface EndpointWithSecret {
   secret: string
 }
 
-/**
- * Who acts: a signed-in person (audited) or an API key (`undefined`: the key's requests are its
- * record, as for contacts).
- */
+/** A signed-in person (audited), or undefined for an API key, whose requests are their own record. */
 export type Actor = AuditActor | undefined
 
-// Every action that writes takes an optional `within`, run in its transaction: the API stores its
-// Idempotency-Key answer there, so the write and its answer commit together (idempotency.ts).
+// `within` runs in the action's transaction: the API stores its Idempotency-Key answer there.
 
 export async function createEndpoint(
   deps: WebhookActionsDeps,
@@ -98,8 +93,8 @@ export async function changeEndpoint(
 
 export async function removeEndpoint(deps: WebhookActionsDeps, accountId: string, id: string, actor: Actor, now: Date) {
   await inTransaction(deps.db, async (trx) => {
-    const endpoint = await findEndpoint(trx, accountId, id)
-    if (!endpoint || !(await deleteEndpoint(trx, accountId, id))) {
+    const endpoint = await requireEndpoint(trx, accountId, id)
+    if (!(await deleteEndpoint(trx, accountId, id))) {
       throw notFound()
     }
     await audit(trx, accountId, actor, 'webhook_endpoint.deleted', id, { url: endpoint.url }, now)
@@ -146,10 +141,7 @@ export async function revealEndpointSecret(
   now: Date,
 ): Promise<string> {
   return inTransaction(deps.db, async (trx) => {
-    const row = await findEndpoint(trx, accountId, id)
-    if (!row) {
-      throw notFound()
-    }
+    const row = await requireEndpoint(trx, accountId, id)
     await recordAudit(
       trx,
       accountId,
@@ -201,11 +193,17 @@ export async function retryEndpointDelivery(
   })
 }
 
-async function enabledEndpoint(trx: Trx, accountId: string, id: string): Promise<EndpointRow> {
-  const endpoint = await findEndpoint(trx, accountId, id)
+/** The account's endpoint, or not_found: another account's endpoint is no different from a missing one. */
+export async function requireEndpoint(db: Db, accountId: string, id: string): Promise<EndpointRow> {
+  const endpoint = await findEndpoint(db, accountId, id)
   if (!endpoint) {
     throw notFound()
   }
+  return endpoint
+}
+
+async function enabledEndpoint(trx: Trx, accountId: string, id: string): Promise<EndpointRow> {
+  const endpoint = await requireEndpoint(trx, accountId, id)
   if (endpoint.status !== 'enabled') {
     throw new AppError('endpoint_disabled', 'The endpoint is disabled: enable it (PATCH status) to send to it.')
   }

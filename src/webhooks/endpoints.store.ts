@@ -1,5 +1,4 @@
-// Tenant-scoped webhook endpoint storage: every function takes the account it acts for. Secrets
-// arrive and leave encrypted (secrets.ts); only liveSecrets and revealSecret decrypt.
+// Tenant-scoped webhook endpoint storage. Secrets stay encrypted; only liveSecrets and revealSecret decrypt.
 import { sql } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
 import type { Db, Trx } from '../db/transaction.js'
@@ -11,7 +10,7 @@ import type { WebhookEndpointsTable } from './webhooks.table.js'
 
 export type EndpointRow = WebhookEndpointsTable
 
-/** How many endpoints the account has, with its row locked on PostgreSQL so two creates cannot both pass the cap. */
+/** The account's endpoints, counted under its row's lock on PostgreSQL: two creates cannot both pass the cap. */
 export async function countEndpointsForCreate(trx: Trx, accountId: string): Promise<number> {
   if (dialectOf(trx) === 'postgres') {
     await sql`select 1 from accounts where id = ${accountId} for update`.execute(trx)
@@ -61,7 +60,6 @@ export async function findEndpoint(db: Db, accountId: string, id: string): Promi
     .executeTakeFirst()
 }
 
-/** A page of the account's endpoints in creation (id) order, serialized for sendPage. */
 export async function listEndpointRows(
   db: Db,
   accountId: string,
@@ -76,9 +74,8 @@ export async function listEndpointRows(
 }
 
 /**
- * Applies a PATCH (url already checked). Disabling by hand sets `manual` and ends the endpoint's
- * pending deliveries as failed; enabling clears the reason and the failure run. Returns the new
- * row, or undefined when the account has no such endpoint.
+ * Applies a PATCH (url already checked): disabling sets `manual` and ends pending deliveries as failed;
+ * enabling clears the reason and the failure run. Undefined when the account has no such endpoint.
  */
 export async function updateEndpoint(
   trx: Trx,
@@ -111,7 +108,6 @@ export async function updateEndpoint(
   return next
 }
 
-/** Writes columns of one endpoint of the account (a no-op when it has no such endpoint). */
 export async function setEndpointColumns(
   trx: Trx,
   accountId: string,
@@ -138,10 +134,7 @@ export async function deleteEndpoint(trx: Trx, accountId: string, id: string): P
   return Number(result.numDeletedRows) > 0
 }
 
-/**
- * Replaces the signing secret. With an overlap the old secret keeps signing (a second signature)
- * until `now + overlapSeconds`; with 0 it stops at once. Returns the new row, or undefined.
- */
+/** Replaces the signing secret; the old one keeps signing for `overlapSeconds` (0: stops at once). */
 export async function rollEndpointSecret(
   trx: Trx,
   accountId: string,
@@ -166,9 +159,8 @@ export async function rollEndpointSecret(
 }
 
 /**
- * The secrets a delivery is signed with now: the current one, and the previous one until its
- * expiry. Throws if the current one cannot be decrypted (SECRET changed); a previous one that
- * cannot be is left out, so a roll repairs an endpoint whose secret was sealed under an old SECRET.
+ * The secrets a delivery is signed with now. Throws if the current one cannot be decrypted (SECRET
+ * changed); a previous one that cannot be is left out, so a roll repairs the endpoint.
  */
 export function liveSecrets(row: EndpointRow, key: Buffer, now: Date): string[] {
   const secrets = [decryptSecret(row.secret, key)]
@@ -214,7 +206,7 @@ export async function disableEndpoint(
   return true
 }
 
-/** A disabled endpoint's deliveries that were still to be sent end as failed (an attempt under way records its own outcome). */
+/** Ends a disabled endpoint's deliveries still to be sent as failed; an attempt under way records its own. */
 async function failPendingDeliveries(trx: Trx, accountId: string, endpointId: string): Promise<void> {
   await trx
     .updateTable('webhook_deliveries')

@@ -1,5 +1,5 @@
-// Webhook endpoints as the API shows them (DESIGN §12): the TypeBox schemas of the resource and
-// of its create and patch bodies, and the event types an endpoint can subscribe to.
+// Webhook endpoints as the API shows them: the resource, its create and patch bodies, and what an
+// endpoint can subscribe to.
 import { type Static, Type } from '@sinclair/typebox'
 import { EVENT_TYPES } from '../events/events.js'
 import { Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'

@@ -1,6 +1,5 @@
-// The OpenAPI 3.1 `webhooks` section (DESIGN §12): for each event type, the POST a receiver gets,
-// with the Standard Webhooks headers and the body `{"type","timestamp","data":{"object":…}}`.
-// The bodies are TypeBox schemas holding the Contact schema; the document refers to its component.
+// The OpenAPI 3.1 `webhooks` section: for each event type, the POST a receiver gets, with the
+// Standard Webhooks headers and its body (docs/design.md#webhooks).
 import { type TSchema, Type } from '@sinclair/typebox'
 import { ContactSchema } from '../contacts/contacts.schemas.js'
 import { CONTACT_EVENT_TEXT, EVENT_TYPES } from '../events/events.js'
@@ -78,11 +77,7 @@ const HEADERS = [
   ),
 ]
 
-/**
- * What the OpenAPI document adds for webhooks: the payloads' schemas (components.schemas, where
- * openapi.ts turns the Contact inside them into a reference) and the top-level `webhooks` section,
- * one entry per event type.
- */
+/** The payloads' schemas (for components.schemas) and the `webhooks` section, one entry per event type. */
 export function openApiWebhooks(): { schemas: Record<string, TSchema>; webhooks: Record<string, object> } {
   const schemas: Record<string, TSchema> = {}
   const webhooks: Record<string, object> = {}

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import { eventPayload } from './payload.js'
 
 describe('eventPayload', () => {
-  it('is the event as DESIGN §12 sends it: type, timestamp (the event created_at), data', () => {
+  it('is the event as a delivery sends it: type, timestamp (the event created_at), data', () => {
     const event = {
       object: 'event',
       id: 'evt_01JZ',

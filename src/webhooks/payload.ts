@@ -1,5 +1,5 @@
-// The body a delivery sends (DESIGN §12): `{"type","timestamp","data":{"object":…}}`, made from
-// the stored event, or the delivery's own payload for a webhook.test.
+// The body a delivery sends, `{"type","timestamp","data":{"object":…}}`: from the stored event, or
+// the delivery's own payload for a webhook.test.
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
 // events.ts newEvent writes every event as {"object","id","type","created_at","data":{…}} with `data`

@@ -1,10 +1,10 @@
-// /api/v1/webhook_endpoints (DESIGN §12): create, list, get, update, delete an endpoint; roll its
-// signing secret; send it a test event; list, get and retry its deliveries. The actions are
-// endpoint-lifecycle.ts's, shared with the web app; an API key's requests are not audited.
-// The signing secret is in the create and roll_secret answers only, never in a GET.
+// /api/v1/webhook_endpoints (docs/design.md#webhooks): endpoints, their secret, test events and
+// deliveries. The actions are endpoint-lifecycle.ts's, shared with the web app.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
+import type { Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { authOf, requireFullAccess } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
@@ -20,6 +20,7 @@ import {
   createEndpoint,
   type EndpointWithSecret,
   removeEndpoint,
+  requireEndpoint,
   retryEndpointDelivery,
   rollSecret,
   sendTestEvent,
@@ -33,11 +34,13 @@ import {
   WebhookEndpointSchema,
   WebhookEndpointWithSecretSchema,
 } from './endpoints.js'
-import { findEndpoint, listEndpointRows } from './endpoints.store.js'
+import { listEndpointRows } from './endpoints.store.js'
 
-/** The problems of every request with a JSON body, and of a POST that takes an Idempotency-Key. */
+/** The problems of every request with a JSON body, and of a POST, which takes an Idempotency-Key. */
 const BODY_PROBLEMS = ['payload_too_large', 'unsupported_media_type'] as const
-const IDEMPOTENCY_PROBLEMS = ['idempotency_key_in_use', 'idempotency_key_reused'] as const
+const POST_PROBLEMS = ['idempotency_key_in_use', 'idempotency_key_reused', ...BODY_PROBLEMS] as const
+/** The problems of the POSTs that queue one more delivery to an endpoint. */
+const QUEUE_PROBLEMS = ['insufficient_scope', 'not_found', 'endpoint_disabled', ...POST_PROBLEMS] as const
 
 /** Path parameters of one delivery: like IdParams, any string, so a malformed id is a 404. */
 const DeliveryParams = Type.Object(
@@ -46,8 +49,6 @@ const DeliveryParams = Type.Object(
 )
 
 const ListEndpointsQuery = Type.Object({ ...ListQuery }, { additionalProperties: false })
-
-const notFound = () => new AppError('not_found', 'No webhook endpoint with this id exists in this account.')
 
 /** The endpoint and, this once, its secret: the create and roll_secret answers. */
 const withSecret = ({ endpoint, secret }: EndpointWithSecret): string =>
@@ -62,21 +63,32 @@ const json = (status: number, body: unknown): IdempotentAnswer => ({
 /** Routes that take no input in their body: `{}` or none, and an unknown field is 400 as everywhere. */
 const EmptyBody = Type.Object({}, { additionalProperties: false })
 
+/** A body left out reads as `{}`: every field has its default. */
+function bodyDefaultsToEmpty(request: FastifyRequest, _reply: FastifyReply, done: HookHandlerDoneFunction): void {
+  request.body ??= {}
+  done()
+}
+
+/** Runs a write and sends its answer, stored in the write's transaction when an Idempotency-Key came. */
+async function answerWrite<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answerOf: (result: T) => IdempotentAnswer,
+  write: (within: ((trx: Trx, result: T) => Promise<void>) | undefined) => Promise<T>,
+): Promise<FastifyReply> {
+  const store = answerWithWrite(request)
+  const result = await write(store && ((trx, written) => store(trx, answerOf(written))))
+  return sendAnswer(reply, answerOf(result))
+}
+
+const queuedAnswer = (delivery: Parameters<typeof toDelivery>[0]): IdempotentAnswer => json(202, toDelivery(delivery))
+
 export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   const { db } = deps.database
   const now = () => deps.clock.now()
-  // Webhook configuration is an admin's business (DESIGN §11: members manage contacts only), and full
-  // access is the API's admin: only owners and admins can issue such keys. An endpoint's URL may
-  // carry a token and a delivery shows what the receiver answered, so reading needs it too.
+  // Full access even to read: a URL may carry a token and a delivery shows the receiver's answer
+  // (docs/api-decisions.md#webhook-endpoints-need-full-access-even-to-read).
   requireFullAccess(app, 'Webhook endpoints')
-  /** The endpoint, or 404: another account's endpoint is no different from one that does not exist. */
-  const endpointOf = async (accountId: string, id: string) => {
-    const endpoint = await findEndpoint(db, accountId, id)
-    if (!endpoint) {
-      throw notFound()
-    }
-    return endpoint
-  }
 
   app.get(
     '',
@@ -120,7 +132,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         body: CreateEndpointBody,
         response: {
           201: jsonResponse(WebhookEndpointWithSecretSchema, 'The endpoint, created, with its signing secret.'),
-          ...apiProblems('insufficient_scope', 'quota_exceeded', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
+          ...apiProblems('insufficient_scope', 'quota_exceeded', ...POST_PROBLEMS),
         },
       },
     },
@@ -133,16 +145,9 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       })
       // The answer carries the signing secret: kept for replays, it is stored encrypted.
       sealAnswer(request)
-      const store = answerWithWrite(request)
-      const created = await createEndpoint(
-        deps.webhooks,
-        accountId,
-        request.body,
-        undefined,
-        now(),
-        store && ((trx, result) => store(trx, answerOf(result))),
+      return answerWrite(request, reply, answerOf, (within) =>
+        createEndpoint(deps.webhooks, accountId, request.body, undefined, now(), within),
       )
-      return sendAnswer(reply, answerOf(created))
     },
   )
 
@@ -162,7 +167,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const endpoint = await endpointOf(authOf(request).account.id, request.params.id)
+      const endpoint = await requireEndpoint(db, authOf(request).account.id, request.params.id)
       return sendAnswer(reply, json(200, toEndpoint(endpoint)))
     },
   )
@@ -212,11 +217,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     '/:id/roll_secret',
     {
-      // No body at all is an empty one: every field has its default.
-      preValidation: (request, _reply, done) => {
-        request.body ??= {}
-        done()
-      },
+      preValidation: bodyDefaultsToEmpty,
       schema: {
         [BODY_OPTIONAL]: true,
         operationId: 'rollWebhookEndpointSecret',
@@ -227,7 +228,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         body: RollSecretBody,
         response: {
           200: jsonResponse(WebhookEndpointWithSecretSchema, 'The endpoint with its new signing secret.'),
-          ...apiProblems('insufficient_scope', 'not_found', ...IDEMPOTENCY_PROBLEMS, ...BODY_PROBLEMS),
+          ...apiProblems('insufficient_scope', 'not_found', ...POST_PROBLEMS),
         },
       },
     },
@@ -239,27 +240,16 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         location: null,
       })
       sealAnswer(request)
-      const store = answerWithWrite(request)
-      const rolled = await rollSecret(
-        deps.webhooks,
-        authOf(request).account.id,
-        request.params.id,
-        overlap,
-        undefined,
-        now(),
-        store && ((trx, result) => store(trx, answerOf(result))),
+      return answerWrite(request, reply, answerOf, (within) =>
+        rollSecret(deps.webhooks, authOf(request).account.id, request.params.id, overlap, undefined, now(), within),
       )
-      return sendAnswer(reply, answerOf(rolled))
     },
   )
 
   app.post(
     '/:id/test',
     {
-      preValidation: (request, _reply, done) => {
-        request.body ??= {}
-        done()
-      },
+      preValidation: bodyDefaultsToEmpty,
       schema: {
         [BODY_OPTIONAL]: true,
         operationId: 'testWebhookEndpoint',
@@ -271,27 +261,14 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         body: EmptyBody,
         response: {
           202: jsonResponse(WebhookDeliverySchema, 'The delivery of the test event, queued.'),
-          ...apiProblems(
-            'insufficient_scope',
-            'not_found',
-            'endpoint_disabled',
-            ...IDEMPOTENCY_PROBLEMS,
-            ...BODY_PROBLEMS,
-          ),
+          ...apiProblems(...QUEUE_PROBLEMS),
         },
       },
     },
     async (request, reply) => {
-      const store = answerWithWrite(request)
-      const delivery = await sendTestEvent(
-        deps.webhooks,
-        authOf(request).account.id,
-        request.params.id,
-        undefined,
-        now(),
-        store && ((trx, queued) => store(trx, json(202, toDelivery(queued)))),
+      return answerWrite(request, reply, queuedAnswer, (within) =>
+        sendTestEvent(deps.webhooks, authOf(request).account.id, request.params.id, undefined, now(), within),
       )
-      return sendAnswer(reply, json(202, toDelivery(delivery)))
     },
   )
 
@@ -316,7 +293,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
       const accountId = authOf(request).account.id
-      const endpointId = (await endpointOf(accountId, request.params.id)).id
+      const endpointId = (await requireEndpoint(db, accountId, request.params.id)).id
       return sendPage(
         reply,
         deps.secret,
@@ -345,7 +322,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     },
     async (request, reply) => {
       const accountId = authOf(request).account.id
-      const endpointId = (await endpointOf(accountId, request.params.id)).id
+      const endpointId = (await requireEndpoint(db, accountId, request.params.id)).id
       const delivery = await findDelivery(db, accountId, endpointId, request.params.delivery_id)
       if (!delivery) {
         throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
@@ -357,10 +334,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   app.post(
     '/:id/deliveries/:delivery_id/retry',
     {
-      preValidation: (request, _reply, done) => {
-        request.body ??= {}
-        done()
-      },
+      preValidation: bodyDefaultsToEmpty,
       schema: {
         [BODY_OPTIONAL]: true,
         operationId: 'retryWebhookDelivery',
@@ -372,28 +346,15 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
         body: EmptyBody,
         response: {
           202: jsonResponse(WebhookDeliverySchema, 'The delivery, due now.'),
-          ...apiProblems(
-            'insufficient_scope',
-            'not_found',
-            'endpoint_disabled',
-            ...IDEMPOTENCY_PROBLEMS,
-            ...BODY_PROBLEMS,
-          ),
+          ...apiProblems(...QUEUE_PROBLEMS),
         },
       },
     },
     async (request, reply) => {
-      const store = answerWithWrite(request)
-      const delivery = await retryEndpointDelivery(
-        deps.webhooks,
-        authOf(request).account.id,
-        request.params.id,
-        request.params.delivery_id,
-        undefined,
-        now(),
-        store && ((trx, retried) => store(trx, json(202, toDelivery(retried)))),
+      const { id, delivery_id: deliveryId } = request.params
+      return answerWrite(request, reply, queuedAnswer, (within) =>
+        retryEndpointDelivery(deps.webhooks, authOf(request).account.id, id, deliveryId, undefined, now(), within),
       )
-      return sendAnswer(reply, json(202, toDelivery(delivery)))
     },
   )
 }

@@ -23,10 +23,8 @@ export type WebhookPost = {
 const KEEP_ALIVE_IDLE_MS = 4000
 
 /**
- * Keep-alive connections of one endpoint (the worker keeps one per endpoint, never shared between
- * endpoints or tenants). They are reused only while the endpoint's URL and the checked addresses it
- * resolves to stay the same: a new URL or address set gets a new agent, whose connections are made
- * through the same checked lookup as a fresh one's, so a socket only ever reaches a checked address.
+ * Keep-alive connections of one endpoint, never shared between endpoints or tenants. A new URL or
+ * address set gets a new agent, so a reused socket only ever reaches a checked address.
  */
 export class EndpointConnections {
   #agent: http.Agent | undefined
@@ -45,7 +43,6 @@ export class EndpointConnections {
     return this.#agent
   }
 
-  /** Closes every connection. */
   close(): void {
     this.#agent?.destroy()
     this.#agent = undefined
@@ -53,7 +50,7 @@ export class EndpointConnections {
 }
 
 export type DeliveryResult = {
-  /** A 2xx response read without error: the only success. */
+  /** Only a 2xx response read without error. */
   ok: boolean
   /** The receiver's status, also for failures (a 3xx is recorded, never followed); null if none came. */
   statusCode: number | null
@@ -117,9 +114,8 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
     }
     const timer = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs))
 
-    // Node asks this function, not DNS, for the host's addresses, so the socket can only reach an address
-    // that was checked (no DNS rebinding window), while TLS SNI, the certificate check and the Host header
-    // still use the name. An IP literal host skips lookup; it was checked as such.
+    // Node asks this function, not DNS, for the host's addresses: the socket can only reach a checked
+    // address (no DNS rebinding), while SNI, the certificate check and Host still use the name.
     const lookup: LookupFunction = (_hostname, options, callback) => {
       const [first] = target.addresses
       if (options.all) {
@@ -143,8 +139,6 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
           path: `${url.pathname}${url.search}`,
           method: 'POST',
           headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
-          // The endpoint's own keep-alive connections, or a fresh one: no socket is shared between
-          // endpoints (or tenants).
           agent: post.connections ? post.connections.agentFor(target) : false,
           lookup,
         })
@@ -158,9 +152,8 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
         socket = assigned
       })
       sent.on('error', (error) => {
-        // A kept-alive connection the receiver closed while idle resets as it is reused: sent once
-        // more at once, on a new connection (at least once: a receiver that did get it sees the same
-        // webhook-id twice). Within the same timeout.
+        // A kept-alive connection the receiver closed while idle resets as it is reused: sent again
+        // at once on a new connection, within the same timeout (at least once, same webhook-id).
         const code = (error as NodeJS.ErrnoException).code
         if (
           !retry &&

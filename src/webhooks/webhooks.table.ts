@@ -13,7 +13,7 @@ export interface WebhookEndpointsTable {
   previous_secret: string | null
   previous_secret_expires_at: string | null
   failing_since: string | null
-  /** No delivery of this endpoint is due before this time; null when none is pending (delivery-queue.ts). */
+  /** No delivery of this endpoint is due before this time; null when none is pending (docs/design.md#delivery-queue). */
   due_at: string | null
   created_at: string
   updated_at: string

@@ -1,11 +1,11 @@
-// Settings → "API & Webhooks": the keys table with usage, the create form, key-shown-once,
-// revoke confirmation, the recent activity, and the webhook endpoints (webhooks-pages.ts).
+// Settings → "API & Webhooks": the keys with their use, creating, rolling and revoking one, the
+// recent activity; the webhooks half is webhooks-pages.ts.
 import type { ApiKey } from '../../api-keys/api-keys.store.js'
 import { keyState } from '../../api-keys/api-keys.store.js'
 import type { AuditAction, AuditRecord } from '../../audit/audit.js'
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html, raw } from '../html.js'
-import { csrfInput, field, layout, type PageContext } from './layout.js'
+import { confirmPage, csrfInput, field, layout, type PageContext, rollNowFields } from './layout.js'
 import { webhooksSection } from './webhooks-pages.js'
 
 export const USAGE_DAYS = 14
@@ -24,11 +24,7 @@ export interface KeyRow {
   usage: number[]
 }
 
-/**
- * last_used_at is written at most once a minute per key (DESIGN §5), so a recent one says "within
- * the last minute" rather than a time that looks exact; the page flushes this process's pending
- * usage before reading it (api-settings.routes.ts).
- */
+/** last_used_at is written at most once a minute per key: a recent one reads "within the last minute". */
 function lastUsed(iso: string | null, now: Date): Html {
   if (iso === null) {
     return html`<span class="hint">Never</span>`
@@ -191,16 +187,17 @@ export function rollKeyPage(context: PageContext, data: { accountId: string; key
 
 /** Rolling with no overlap stops the live key at once: asked like a revoke. */
 export function rollNowConfirmPage(context: PageContext, data: { accountId: string; key: ApiKey }): Html {
-  return layout(
-    'Roll key now',
+  return confirmPage(
     { ...context, section: 'api' },
-    html`<div class="card narrow">
-<h1>Roll “${data.key.name}” now?</h1>
-<p>A new key replaces <span class="mono">${data.key.redacted}</span>, which stops working at once: every client still using it gets 401 until it has the new key. Choose an overlap instead to switch over without an outage.</p>
-<form method="post" action="/app/${data.accountId}/settings/api/keys/${data.key.id}/roll">${csrfInput(context.csrf)}
-<input type="hidden" name="overlap" value="now"><input type="hidden" name="confirm" value="yes">
-<p><button class="danger" type="submit">Roll now</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
-</form></div>`,
+    {
+      title: 'Roll key now',
+      heading: html`Roll “${data.key.name}” now?`,
+      body: html`<p>A new key replaces <span class="mono">${data.key.redacted}</span>, which stops working at once: every client still using it gets 401 until it has the new key. Choose an overlap instead to switch over without an outage.</p>`,
+      action: `/app/${data.accountId}/settings/api/keys/${data.key.id}/roll`,
+      fields: rollNowFields,
+      button: 'Roll now',
+      cancel: `/app/${data.accountId}/settings/api`,
+    },
   )
 }
 
@@ -208,15 +205,16 @@ export function revokeConfirmPage(
   context: PageContext,
   data: { accountId: string; key: ApiKey; requests: number },
 ): Html {
-  return layout(
-    'Revoke key',
+  return confirmPage(
     { ...context, section: 'api' },
-    html`<div class="card narrow">
-<h1>Revoke “${data.key.name}”?</h1>
-<p>Requests with <span class="mono">${data.key.redacted}</span> will be refused within a second. This cannot be undone.</p>
-<p class="hint">It made ${data.requests} request${data.requests === 1 ? '' : 's'} in the last ${USAGE_DAYS} days${data.key.last_used_at ? html`, last ${date(data.key.last_used_at)}` : ''}.</p>
-<form method="post" action="/app/${data.accountId}/settings/api/keys/${data.key.id}/revoke">${csrfInput(context.csrf)}
-<p><button class="danger" type="submit">Revoke key</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
-</form></div>`,
+    {
+      title: 'Revoke key',
+      heading: html`Revoke “${data.key.name}”?`,
+      body: html`<p>Requests with <span class="mono">${data.key.redacted}</span> will be refused within a second. This cannot be undone.</p>
+<p class="hint">It made ${data.requests} request${data.requests === 1 ? '' : 's'} in the last ${USAGE_DAYS} days${data.key.last_used_at ? html`, last ${date(data.key.last_used_at)}` : ''}.</p>`,
+      action: `/app/${data.accountId}/settings/api/keys/${data.key.id}/revoke`,
+      button: 'Revoke key',
+      cancel: `/app/${data.accountId}/settings/api`,
+    },
   )
 }

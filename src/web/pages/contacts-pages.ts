@@ -2,7 +2,7 @@
 // (the CSV import's pages are in import-pages.ts).
 import { CONTACT_FIELDS, type Contact, type ContactField } from '../../contacts/contacts.schemas.js'
 import { type Html, html } from '../html.js'
-import { csrfInput, field, layout, type PageContext } from './layout.js'
+import { confirmPage, csrfInput, field, layout, type PageContext } from './layout.js'
 
 /** Every writable field but custom_fields, shown read-only below the form (set through the API or an import). */
 export type ContactFormField = Exclude<ContactField, 'custom_fields'>
@@ -46,7 +46,6 @@ export function contactsListPage(
     q: string
     tag: string
     nextHref?: string
-    /** Set when this is not the first page. */
     firstHref?: string
     notice?: string
   },
@@ -119,7 +118,6 @@ export function contactFormPage(
   context: PageContext,
   data: {
     accountId: string
-    /** The contact being edited; absent for a new one. */
     contact?: Contact
     values: ContactFormValues
     errors?: ContactFormErrors
@@ -183,15 +181,16 @@ ${entries.map(([key, value]) => html`<tr><td class="mono">${key}</td><td class="
 }
 
 export function deleteContactPage(context: PageContext, data: { accountId: string; contact: Contact }): Html {
-  const base = contactsUrl(data.accountId)
-  return layout(
-    'Delete contact',
+  const url = `${contactsUrl(data.accountId)}/${data.contact.id}`
+  return confirmPage(
     { ...context, section: 'contacts' },
-    html`<div class="card narrow">
-<h1>Delete “${displayName(data.contact)}”?</h1>
-<p>The contact${data.contact.email ? html` <strong>${data.contact.email}</strong>` : ''} and its tags and custom fields will be deleted. This cannot be undone.</p>
-<form method="post" action="${base}/${data.contact.id}/delete">${csrfInput(context.csrf)}
-<p><button class="danger" type="submit">Delete contact</button> <a class="button secondary" href="${base}/${data.contact.id}">Cancel</a></p>
-</form></div>`,
+    {
+      title: 'Delete contact',
+      heading: html`Delete “${displayName(data.contact)}”?`,
+      body: html`<p>The contact${data.contact.email ? html` <strong>${data.contact.email}</strong>` : ''} and its tags and custom fields will be deleted. This cannot be undone.</p>`,
+      action: `${url}/delete`,
+      button: 'Delete contact',
+      cancel: url,
+    },
   )
 }

@@ -62,8 +62,7 @@ const visible = (text: string) =>
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it replaces
   text.replace(/[\u0000-\u001f\u007f]/g, (c) => String.fromCharCode(c === '\u007f' ? 0x2421 : 0x2400 + c.charCodeAt(0)))
 
-// The parser keeps PROBLEM_VALUE_MAX characters of a cell and its length; jobs stored before it
-// kept the whole cell, cut here.
+// Jobs stored before the parser cut cells to PROBLEM_VALUE_MAX kept the whole cell: cut here.
 const shownValue = ({ value = '', valueLength }: ImportError) =>
   visible(
     valueLength !== undefined

@@ -19,11 +19,7 @@ export interface PageContext {
 
 const current = (yes: boolean) => (yes ? html`aria-current="page"` : '')
 
-/**
- * The header. Inside an account its name leads (the switcher), so the product's name is not a
- * second "Contacts" beside the section link; the person's menu holds sessions and sign-out. At
- * phone width the sections drop to a row of their own (assets.ts).
- */
+/** The header: inside an account its name leads (the switcher), not a second "Contacts" beside the section link. */
 function header(context: PageContext): Html {
   const { account, memberships, user } = context
   const inSettings = context.section !== undefined && context.section !== 'contacts'
@@ -101,6 +97,29 @@ ${options.error ? html`<p class="error" id="${id}-error">${options.error}</p>` :
 }
 
 export const csrfInput = (token: string): Html => html`<input type="hidden" name="_csrf" value="${token}">`
+
+/** A page of one narrow card under its heading. */
+export const narrowCardPage = (title: string, context: PageContext, heading: Html | string, body: Html): Html =>
+  layout(title, context, html`<div class="card narrow">\n<h1>${heading}</h1>\n${body}</div>`)
+
+/** The page that asks before a destructive action: what will happen, the button that does it, Cancel. */
+export function confirmPage(
+  context: PageContext,
+  page: { title: string; heading: Html; body: Html; action: string; fields?: Html; button: string; cancel: string },
+): Html {
+  return narrowCardPage(
+    page.title,
+    context,
+    page.heading,
+    html`${page.body}
+<form method="post" action="${page.action}">${csrfInput(context.csrf)}${page.fields ?? ''}
+<p><button class="danger" type="submit">${page.button}</button> <a class="button secondary" href="${page.cancel}">Cancel</a></p>
+</form>`,
+  )
+}
+
+/** The hidden fields of a roll's confirmation: no overlap, confirmed. */
+export const rollNowFields = html`<input type="hidden" name="overlap" value="now"><input type="hidden" name="confirm" value="yes">`
 
 export function errorPage(status: number, title: string, message: string, context: PageContext): Html {
   return layout(

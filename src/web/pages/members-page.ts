@@ -4,7 +4,7 @@ import type { Invitation } from '../../invitations/invitations.store.js'
 import type { Member } from '../../users/users.store.js'
 import type { Role } from '../../users/users.table.js'
 import { type Html, html } from '../html.js'
-import { csrfInput, field, layout, type PageContext } from './layout.js'
+import { confirmPage, csrfInput, field, layout, type PageContext } from './layout.js'
 
 const ROLE_LABELS: Record<Role, string> = {
   owner: 'Owner: everything, members and account deletion included',
@@ -93,14 +93,15 @@ export function removeMemberConfirmPage(
   context: PageContext,
   data: { accountId: string; member: Member; self: boolean },
 ): Html {
-  return layout(
-    'Remove member',
+  return confirmPage(
     { ...context, section: 'members' },
-    html`<div class="card narrow">
-<h1>Remove ${data.member.email}?</h1>
-<p>${data.self ? 'You lose access to this account at once.' : html`${data.member.email} loses access to this account at once: their next page in it is refused. Their API keys stay until revoked.`}</p>
-<form method="post" action="/app/${data.accountId}/settings/members/${data.member.id}/remove">${csrfInput(context.csrf)}
-<p><button class="danger" type="submit">Remove member</button> <a class="button secondary" href="/app/${data.accountId}/settings/members">Cancel</a></p>
-</form></div>`,
+    {
+      title: 'Remove member',
+      heading: html`Remove ${data.member.email}?`,
+      body: html`<p>${data.self ? 'You lose access to this account at once.' : html`${data.member.email} loses access to this account at once: their next page in it is refused. Their API keys stay until revoked.`}</p>`,
+      action: `/app/${data.accountId}/settings/members/${data.member.id}/remove`,
+      button: 'Remove member',
+      cancel: `/app/${data.accountId}/settings/members`,
+    },
   )
 }

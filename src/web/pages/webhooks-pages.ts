@@ -1,14 +1,12 @@
-// Settings → "API & Webhooks", the webhooks half: the endpoints table (on the settings page), add an
-// endpoint, its secret shown once, the endpoint page with its actions and recent deliveries, the
-// delete and roll-now confirmations, and one delivery's detail. Receivers' answers are untrusted
-// text: they go through html`` like every other value, never raw().
+// The webhooks half of Settings → "API & Webhooks": endpoints, their secret, confirmations and one
+// delivery's detail. Receivers' answers are untrusted text: html`` escapes them, never raw().
 import { EVENT_TYPES } from '../../events/events.js'
 import type { WebhookDelivery } from '../../webhooks/deliveries.js'
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html } from '../html.js'
-import { csrfInput, field, layout, type PageContext } from './layout.js'
+import { confirmPage, csrfInput, field, layout, type PageContext, rollNowFields } from './layout.js'
 
-/** When a rolled secret stops signing (DESIGN §11: now / 1 h / 24 h / 7 d, as for keys). */
+/** When a rolled secret stops signing, as for keys. */
 export const SECRET_OVERLAP_CHOICES = {
   now: 'Now',
   '1h': 'In 1 hour',
@@ -194,29 +192,32 @@ ${
 
 export function deleteEndpointPage(context: PageContext, data: { accountId: string; endpoint: WebhookEndpoint }): Html {
   const url = `${base(data.accountId)}/${data.endpoint.id}`
-  return layout(
-    'Delete webhook endpoint',
+  return confirmPage(
     { ...context, section: 'api' },
-    html`<div class="card narrow">
-<h1>Delete this endpoint?</h1>
-<p><span class="mono">${data.endpoint.url}</span> will receive no more deliveries, and its delivery history goes with it. This cannot be undone.</p>
-<form method="post" action="${url}/delete">${csrfInput(context.csrf)}
-<p><button class="danger" type="submit">Delete endpoint</button> <a class="button secondary" href="${url}">Cancel</a></p>
-</form></div>`,
+    {
+      title: 'Delete webhook endpoint',
+      heading: html`Delete this endpoint?`,
+      body: html`<p><span class="mono">${data.endpoint.url}</span> will receive no more deliveries, and its delivery history goes with it. This cannot be undone.</p>`,
+      action: `${url}/delete`,
+      button: 'Delete endpoint',
+      cancel: url,
+    },
   )
 }
 
 export function rollNowConfirmPage(context: PageContext, data: { accountId: string; endpoint: WebhookEndpoint }): Html {
   const url = `${base(data.accountId)}/${data.endpoint.id}`
-  return layout(
-    'Roll signing secret',
+  return confirmPage(
     { ...context, section: 'api' },
-    html`<div class="card narrow">
-<h1>Roll the secret now?</h1>
-<p>The current secret stops signing at once: until <span class="mono">${data.endpoint.url}</span> is given the new one, it will reject every delivery. To switch over without failures, roll with an overlap instead.</p>
-<form method="post" action="${url}/roll">${csrfInput(context.csrf)}<input type="hidden" name="overlap" value="now"><input type="hidden" name="confirm" value="yes">
-<p><button class="danger" type="submit">Roll now</button> <a class="button secondary" href="${url}">Cancel</a></p>
-</form></div>`,
+    {
+      title: 'Roll signing secret',
+      heading: html`Roll the secret now?`,
+      body: html`<p>The current secret stops signing at once: until <span class="mono">${data.endpoint.url}</span> is given the new one, it will reject every delivery. To switch over without failures, roll with an overlap instead.</p>`,
+      action: `${url}/roll`,
+      fields: rollNowFields,
+      button: 'Roll now',
+      cancel: url,
+    },
   )
 }
 

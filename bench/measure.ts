@@ -1,0 +1,266 @@
+// Measuring one scenario against a server: the load generator's rounds with the server's CPU and
+// memory read from /proc meanwhile, and the same load against raw node:http answering alike.
+import { randomBytes } from 'node:crypto'
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs'
+import os from 'node:os'
+import path from 'node:path'
+import { createInterface } from 'node:readline'
+import type { LoadResult, LoadSpec } from './load.js'
+import { cpuMsOf, freePort, log, median, RESULTS, rssOf, spawnNode, stopProcess, waitForHttp } from './processes.js'
+import type { Scenario } from './scenarios.js'
+import { render } from './template.js'
+
+export type Db = 'sqlite' | 'postgres'
+export type Mode = 'serve' | 'api-only'
+
+/** The core the server under test runs on, and the load generator's. */
+export const SERVER_CORE = 0
+export const LOAD_CORE = 1
+
+/** What a measurement takes from the bench's options. */
+export interface MeasureOptions {
+  rounds: number
+  warmup: number
+  seconds: number
+  connections: number
+  engine: 'wrk' | 'autocannon'
+}
+
+/** One measured round: the load generator's result plus what the bench read from /proc meanwhile. */
+interface Round extends LoadResult {
+  rss: number
+  /** CPU time the service (server process, plus its PostgreSQL backends) spent per good answer. */
+  cpuUsPerRequest: number
+  /** The PostgreSQL backends' part of it. */
+  dbCpuUsPerRequest: number
+  /** The service's CPU time over the round's time: 1 is one core kept busy. */
+  busy: number
+}
+
+/**
+ * Runs one scenario's load generator in its own process: warm-up, then `beforeRounds` (pinning),
+ * then the rounds, sampling the server's RSS meanwhile (the peak of each round is kept) and reading
+ * the service's CPU time at the start and the end of each round.
+ */
+export async function load(
+  spec: LoadSpec,
+  taskset: boolean,
+  serverPid: number | undefined,
+  beforeRounds: () => Promise<number[]>,
+): Promise<Round[]> {
+  const child = spawnNode(
+    ['--import', 'tsx', 'bench/load.ts', JSON.stringify(spec)],
+    LOAD_CORE,
+    taskset,
+    process.env,
+    true,
+  )
+  let stderr = ''
+  child.stderr?.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-4000)
+  })
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)))
+  const rounds: Round[] = []
+  let rss = 0
+  const serverPids = serverPid === undefined ? [] : [serverPid]
+  let backendPids: number[] = []
+  let cpuBefore = 0
+  let dbCpuBefore = 0
+  const sampler = setInterval(() => {
+    rss = Math.max(rss, rssOf(serverPid))
+  }, 200)
+  try {
+    const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream })
+    for await (const line of lines) {
+      const message = JSON.parse(line) as LoadResult | { warm: true } | { start: number }
+      if ('warm' in message) {
+        backendPids = await beforeRounds()
+        child.stdin?.write('go\n')
+      } else if ('start' in message) {
+        rss = rssOf(serverPid)
+        cpuBefore = cpuMsOf(serverPids)
+        dbCpuBefore = cpuMsOf(backendPids)
+      } else {
+        const serverMs = cpuMsOf(serverPids) - cpuBefore
+        const dbMs = cpuMsOf(backendPids) - dbCpuBefore
+        const perRequest = (ms: number) => (message.ok > 0 ? (ms * 1000) / message.ok : Number.NaN)
+        rounds.push({
+          ...message,
+          rss: Math.max(rss, rssOf(serverPid)),
+          cpuUsPerRequest: perRequest(serverMs + dbMs),
+          dbCpuUsPerRequest: perRequest(dbMs),
+          // Over the load generator's own measured time: the server is idle before and after it.
+          busy: (serverMs + dbMs) / (message.seconds * 1000),
+        })
+      }
+    }
+  } finally {
+    clearInterval(sampler)
+  }
+  const code = await exited
+  if (code !== 0 || rounds.length !== spec.rounds) {
+    throw new Error(`load generator failed (exit ${code}): ${stderr}`)
+  }
+  return rounds
+}
+
+/** The medians of a scenario's rounds against one server (ours or the raw baseline). */
+export interface Measured {
+  rounds: Round[]
+  engine: LoadResult['engine']
+  rps: number
+  p50: number
+  p99: number
+  /** The peak over the rounds. */
+  rss: number
+  cpuUsPerRequest: number
+  dbCpuUsPerRequest: number
+  busy: number
+  /** The load generator's CPU over the measured time (wrk only). */
+  generatorBusy: number
+  /** The machine's 1-minute load average before and after. */
+  loadAverage: [number, number]
+}
+
+export interface ScenarioResult extends Measured {
+  db: Db
+  mode: Mode
+  scenario: string
+  title: string
+  /** The answer both servers give: its status and body size (bytes). */
+  status: number
+  bytes: number
+  /** Raw node:http answering with this scenario's captured response, measured right after. */
+  raw?: Measured & { valid: boolean }
+  /** The raw server's CPU per request over ours: our share of raw node:http's capacity per core (the headline). */
+  cpuRatio?: number
+  /** Our req/s over the raw server's. */
+  rpsRatio?: number
+}
+
+/** The raw baseline counts only when its server was the limit: ≥ 95 % of its core. */
+export const RAW_MIN_BUSY = 0.95
+
+export interface Request {
+  method: LoadSpec['method']
+  path: string
+  body?: string
+  ids?: string[]
+  headers: Record<string, string>
+}
+
+export async function measure(
+  options: MeasureOptions,
+  taskset: boolean,
+  target: { url: string; pid: number | undefined; beforeEach?: () => Promise<number[]> },
+  request: Request,
+  label: string,
+  rounds = options.rounds,
+  warmup = options.warmup,
+): Promise<Measured> {
+  const spec: LoadSpec = {
+    url: target.url,
+    method: request.method,
+    path: request.path,
+    headers: request.headers,
+    ...(request.body === undefined ? {} : { body: request.body }),
+    ...(request.ids ? { ids: request.ids } : {}),
+    connections: options.connections,
+    warmupSeconds: warmup,
+    rounds,
+    seconds: options.seconds,
+    engine: options.engine,
+  }
+  const loadBefore = os.loadavg()[0] ?? 0
+  const results = await load(spec, taskset, target.pid, target.beforeEach ?? (async () => []))
+  for (const result of results) {
+    if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+      throw new Error(
+        `${label}: ${result.non2xx} error statuses (${JSON.stringify(result.statuses)}), ${result.errors} errors, ${result.timeouts} timeouts`,
+      )
+    }
+  }
+  const summary: Measured = {
+    rounds: results,
+    engine: results[0]?.engine ?? 'wrk',
+    rps: median(results.map((r) => r.rps)),
+    p50: median(results.map((r) => r.p50)),
+    p99: median(results.map((r) => r.p99)),
+    rss: Math.max(...results.map((r) => r.rss)),
+    cpuUsPerRequest: median(results.map((r) => r.cpuUsPerRequest)),
+    dbCpuUsPerRequest: median(results.map((r) => r.dbCpuUsPerRequest)),
+    busy: median(results.map((r) => r.busy)),
+    generatorBusy: median(results.map((r) => r.generatorBusy)),
+    loadAverage: [loadBefore, os.loadavg()[0] ?? 0],
+  }
+  log(
+    `  ${label.padEnd(28)} ${Math.round(summary.rps).toString().padStart(6)} req/s  p50 ${summary.p50.toFixed(2)} ms  p99 ${summary.p99.toFixed(2)} ms  rss ${(summary.rss / 2 ** 20).toFixed(0)} MiB  cpu ${summary.cpuUsPerRequest.toFixed(0)} µs/req${summary.dbCpuUsPerRequest > 0 ? ` (db ${summary.dbCpuUsPerRequest.toFixed(0)})` : ''}  core ${(summary.busy * 100).toFixed(0)} %, ${summary.engine} ${(summary.generatorBusy * 100).toFixed(0)} %`,
+  )
+  return summary
+}
+
+/** One answer of the server, as the raw baseline will repeat it. */
+export interface Captured {
+  status: number
+  headers: Array<[string, string]>
+  body: Buffer
+}
+
+/** Headers node:http writes itself (or that describe the connection, not the answer). */
+const OWN_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'])
+
+/** Sends one request of the scenario (n = 0) and checks its status and body; returns the answer. */
+export async function probe(base: string, scenario: Scenario, request: Request): Promise<Captured> {
+  const first = render(request.path, request.body, request.ids ?? [], `probe${randomBytes(3).toString('hex')}`, 0)
+  const res = await fetch(`${base}${first.path}`, {
+    method: request.method,
+    headers: { ...request.headers, ...(first.body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(first.body === undefined ? {} : { body: first.body }),
+  })
+  const body = Buffer.from(await res.arrayBuffer())
+  if (res.status !== scenario.status) {
+    throw new Error(
+      `${scenario.name}: status ${res.status}, expected ${scenario.status}: ${body.toString().slice(0, 300)}`,
+    )
+  }
+  return { status: res.status, headers: [...res.headers].filter(([name]) => !OWN_HEADERS.has(name)), body }
+}
+
+/** Raw node:http (bench/raw-server.mjs) answering every request with `answer`, measured with the same load. */
+export async function measureRaw(
+  options: MeasureOptions,
+  taskset: boolean,
+  answer: Captured,
+  request: Request,
+  label: string,
+  cleanups: Array<() => Promise<void>>,
+): Promise<Measured & { valid: boolean }> {
+  mkdirSync(RESULTS, { recursive: true })
+  const file = path.join(RESULTS, `raw-answer-${process.pid}.json`)
+  writeFileSync(
+    file,
+    JSON.stringify({
+      status: answer.status,
+      headers: answer.headers,
+      body: answer.body.toString('base64'),
+      readBody: request.body !== undefined,
+    }),
+  )
+  const port = await freePort()
+  const server = spawnNode(['bench/raw-server.mjs', file, String(port)], SERVER_CORE, taskset, process.env)
+  const stop = () => stopProcess(server)
+  cleanups.push(stop)
+  let serverErr = ''
+  server.stderr?.on('data', (chunk) => {
+    serverErr = (serverErr + chunk).slice(-4000)
+  })
+  try {
+    await waitForHttp(`http://127.0.0.1:${port}/`, server, () => serverErr)
+    // The same path, headers and bodies as ours: the same bytes on the wire both ways.
+    const result = await measure(options, taskset, { url: `http://127.0.0.1:${port}`, pid: server.pid }, request, label)
+    return { ...result, valid: result.busy >= RAW_MIN_BUSY }
+  } finally {
+    await stop()
+    rmSync(file, { force: true })
+  }
+}
