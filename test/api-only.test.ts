@@ -1,4 +1,4 @@
-// `contacts-api serve --api-only` (issue 15: an API process in ≤ 100 MB): the API, its OpenAPI
+// `contacts-api serve --api-only` (an API process in ≤ 100 MB): the API, its OpenAPI
 // document, the error catalogue and the probes are served; the web app and Swagger UI are not,
 // and neither they nor the heavy modules only they use are ever loaded. Real processes on a real
 // port, each with a preload (test/fixtures/record-modules.mjs) that records every module it loads;

@@ -1,4 +1,4 @@
-// The schema shards by account_id on Citus (DESIGN §4, §13; docs/scale-out.md): after every
+// The schema shards by account_id on Citus (docs/design.md#identifiers-and-storage, docs/design.md#scale; docs/scale-out.md): after every
 // migration, each tenant table's primary key, unique rules and foreign keys lead with account_id,
 // foreign keys between distributed tables pair their distribution columns, and every table
 // without account_id has a stated placement. Read from PostgreSQL's own catalog.

@@ -69,7 +69,7 @@ export const CITUS_MIGRATION_TABLES: Record<string, { placement: Placement; reas
  */
 export const UNIQUE_WITHOUT_TENANT: Record<string, string> = {
   api_keys_key_hash_key:
-    'the key-digest lookup finds the account of a request (DESIGN §4); on Citus it moves to the reference table api_key_digests (docs/scale-out.md)',
+    'the key-digest lookup finds the account of a request (docs/design.md#identifiers-and-storage); on Citus it moves to the reference table api_key_digests (docs/scale-out.md)',
   invitations_token_hash_key:
     'an invitation link carries only its token, so the link is resolved by digest across accounts; on Citus it moves to the reference table invitation_digests (docs/scale-out.md)',
 }
@@ -173,7 +173,7 @@ export function placementOf(table: CatalogTable): Placement | undefined {
 /**
  * Everything in the catalog that would stop `create_distributed_table(…, 'account_id')` or break
  * colocation, one readable line each; empty when the schema shards as planned. Stricter than
- * Citus in one way, as DESIGN §4 is: the distribution column must lead, not merely be included.
+ * Citus in one way, as docs/design.md#identifiers-and-storage is: the distribution column must lead, not merely be included.
  */
 export function shardingViolations(catalog: Catalog): string[] {
   const problems: string[] = []

@@ -1,4 +1,4 @@
-// Every query on tenant data names its tenant (DESIGN §4, §13; docs/scale-out.md): a session that
+// Every query on tenant data names its tenant (docs/design.md#identifiers-and-storage, docs/design.md#scale; docs/scale-out.md): a session that
 // sends every API operation of the OpenAPI document, walks the web application, runs the webhook
 // worker and the retention purges, and reads the events feed; every statement it sends to
 // PostgreSQL is captured at the driver and checked. A statement on a distributed table must carry

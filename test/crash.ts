@@ -74,7 +74,7 @@ function crashSuite(dialect: 'sqlite' | 'postgres'): void {
     env = {
       PORT: String(port),
       LOG_LEVEL: 'warn',
-      // This suite measures durability, not the rate limiter: 0 turns limiting off (DESIGN §2).
+      // This suite measures durability, not the rate limiter: 0 turns limiting off (README.md#configuration).
       RATE_LIMIT_PER_SECOND: '0',
       RATE_LIMIT_BURST: '0',
     }

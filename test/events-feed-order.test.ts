@@ -1,4 +1,4 @@
-// GET /events in commit order (DESIGN §12): a poller that walks the feed and comes back from its
+// GET /events in commit order (docs/design.md#events): a poller that walks the feed and comes back from its
 // cursor never misses an event, even one whose transaction commits after the poller passed its id.
 // On the PostgreSQL server only: it takes transactions open at once, and PGlite is one connection
 // (a transaction left open there holds every other query back), SQLite one writer.

@@ -115,7 +115,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(ids.size).toBe(4)
   })
 
-  it('every API response says Cache-Control: no-store and X-Content-Type-Options: nosniff (DESIGN §10)', async () => {
+  it('every API response says Cache-Control: no-store and X-Content-Type-Options: nosniff (docs/design.md#fair-share)', async () => {
     const created = await t.inject(acme, { method: 'POST', url: '/api/v1/contacts', payload: { first_name: 'H' } })
     for (const res of [
       await t.inject(acme, { method: 'GET', url: '/api/v1/me' }),
@@ -380,7 +380,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     )
   })
 
-  it('documents every query parameter as optional, as the server treats it (DESIGN §8)', async () => {
+  it('documents every query parameter as optional, as the server treats it (docs/design.md#pagination)', async () => {
     const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
     const lists: string[] = []
     for (const [path, operations] of Object.entries(
@@ -524,7 +524,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(errors.body).toContain('id="invalid_cursor"')
   })
 
-  it('/docs, its assets and the error catalogue carry the security headers (DESIGN §10)', async () => {
+  it('/docs, its assets and the error catalogue carry the security headers (docs/design.md#fair-share)', async () => {
     const urls = [
       '/docs',
       '/docs/',

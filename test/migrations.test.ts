@@ -24,7 +24,7 @@ const TENANT_TABLES = [
   'events',
   'idempotency_keys',
 ]
-/** DESIGN §4's one exception: authentication finds the tenant from the key's digest. */
+/** docs/design.md#identifiers-and-storage's one exception: authentication finds the tenant from the key's digest. */
 const UNIQUE_WITHOUT_TENANT = new Set(['api_keys_key_hash_key', 'users_email_key'])
 
 /** A fresh, empty database of the dialect, as the harness opens them; dispose also closes it. */

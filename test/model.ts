@@ -1,5 +1,5 @@
 // A deliberately simple in-memory model of one account's contacts and events, written from the
-// contract (DESIGN §6–§8, docs/api-decisions.md) rather than from src/, for the property tests.
+// contract (docs/design.md#contacts, docs/design.md#pagination, docs/api-decisions.md) rather than from src/, for the property tests.
 // It predicts every response: the contact bodies, the errors, the list pages and the event feed.
 
 export type CustomValue = string | number | boolean

@@ -500,7 +500,7 @@ describe.each(testDialects())('property tests on %s', (dialect) => {
           }
 
           /**
-           * Idempotency-Key (DESIGN §10): the first answer to a key is kept; the same request again
+           * Idempotency-Key (docs/design.md#fair-share): the first answer to a key is kept; the same request again
            * gets it back (a problem with this request's id), another request with the key gets 422; neither changes anything.
            * Returns true when the model already knows the answer (and has checked it).
            */
@@ -661,7 +661,7 @@ describe.each(testDialects())('property tests on %s', (dialect) => {
                 return
               }
               case 'churn': {
-                // A walk with creates and deletes between its pages (DESIGN §8): a contact that lives
+                // A walk with creates and deletes between its pages (docs/design.md#pagination): a contact that lives
                 // through the whole walk appears exactly once, none twice, none after its deletion;
                 // in ascending order a contact created before the last page is seen, in descending never.
                 const before = new Set(model.contacts.keys())

@@ -1,4 +1,4 @@
-// A client that trickles its request cannot hold a connection for long (issue 12, slow clients):
+// A client that trickles its request cannot hold a connection for long:
 // the headers must arrive within min(10 s, REQUEST_TIMEOUT_MS), the whole request within
 // REQUEST_TIMEOUT_MS; meanwhile other clients are served as usual. On a real port, as a client.
 

@@ -1,4 +1,4 @@
-// The SQLite write-ahead log stays small under many writes through the API (DESIGN §4): a
+// The SQLite write-ahead log stays small under many writes through the API (docs/design.md#identifiers-and-storage): a
 // statement left open (e.g. `INSERT … RETURNING` read with better-sqlite3's `.get()`) pins a read
 // snapshot, checkpoints stop and the -wal file grows without bound (1.26 GB once). With every
 // statement finished, the automatic checkpoint (every 1,000 pages, 4 MiB) keeps it near 4 MiB.

@@ -1,4 +1,4 @@
-// MAX_CONTACTS_PER_ACCOUNT (DESIGN §2): beyond it a create is 403 quota_exceeded and writes
+// MAX_CONTACTS_PER_ACCOUNT (README.md#configuration): beyond it a create is 403 quota_exceeded and writes
 // nothing; updates still work; deletes make room; other accounts are not affected.
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'

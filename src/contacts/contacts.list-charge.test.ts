@@ -1,5 +1,5 @@
 // A list page that examines many rows costs more than one request of the account's rate limit
-// (issue 12): one per ROWS_PER_REQUEST rows examined, charged after the page and reported in the
+//: one per ROWS_PER_REQUEST rows examined, charged after the page and reported in the
 // RateLimit header. A cheap page, a full page of a walk, and a page found by an index cost one.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'

@@ -1,4 +1,4 @@
-// Bounded cost per list page (issue 12): with `q` or `updated_after` matching too many contacts for
+// Bounded cost per list page: with `q` or `updated_after` matching too many contacts for
 // their index, a page walks the id order and examines at most SCAN_MAX (1,000) rows; a page cut
 // short ends where its scan stopped, short or empty, with a cursor that continues the scan. Only a
 // null next_cursor means the end, and a walk still sees every match exactly once.

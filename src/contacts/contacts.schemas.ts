@@ -23,7 +23,7 @@ const CustomValue = Type.Union([Type.String({ maxLength: CUSTOM_VALUE_MAX }), Ty
 // same limits hold for the contact a response carries.
 const StoredText = Nullable(Type.String({ maxLength: STRING_MAX }))
 
-/** A contact as the API shows it: the example of the document (DESIGN §6). */
+/** A contact as the API shows it: the example of the document (docs/design.md#contacts). */
 export const CONTACT_EXAMPLE = {
   object: 'contact',
   id: 'con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A',

@@ -1,4 +1,4 @@
-// The SQLite connection settings every durability and integrity promise rests on (DESIGN §4).
+// The SQLite connection settings every durability and integrity promise rests on (docs/design.md#identifiers-and-storage).
 import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'

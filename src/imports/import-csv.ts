@@ -74,7 +74,7 @@ function problemList() {
  * and the checks that follow it stay well inside SLICE_MS.
  */
 const FEED_BYTES = 32 * 1024
-/** The longest stretch of work between two yields to the event loop (DESIGN §10: a few ms). */
+/** The longest stretch of work between two yields to the event loop (docs/design.md#fair-share: a few ms). */
 const SLICE_MS = 3
 
 /** Yields to the event loop (other requests' I/O) once SLICE_MS of work has passed since the last yield. */

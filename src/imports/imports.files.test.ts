@@ -1,4 +1,4 @@
-// An upload is stored in parts of IMPORT_PART_BYTES, a statement each (DESIGN §10: no statement
+// An upload is stored in parts of IMPORT_PART_BYTES, a statement each (docs/design.md#fair-share: no statement
 // holds SQLite's synchronous driver for long), read back whole and deleted part by part; parts no
 // unfinished job owns are deleted by the account's next upload once they are an hour old.
 import { randomBytes } from 'node:crypto'
