@@ -5,6 +5,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs'
 import path from 'node:path'
 import pg from 'pg'
+import { liveTenant } from '../src/accounts/tenant.js'
 import { createContactService } from '../src/contacts/contact-service.js'
 import { openDatabase } from '../src/db/database.js'
 import { systemClock } from '../src/lib/clock.js'
@@ -33,14 +34,19 @@ async function seed(): Promise<{ accountId: string; attackStart: string }> {
   const accountId = seeded.big.accountId
   const handle = openDatabase(kind === 'sqlite' ? { kind, path: file, synchronous: 'NORMAL' } : { kind, url: pgUrl })
   const attackStart = new Date().toISOString()
-  const writer = createContactService({ db: handle.db, clock: systemClock, maxContacts: Number.MAX_SAFE_INTEGER })
+  const writer = createContactService({
+    db: handle.db,
+    clock: systemClock,
+    maxContacts: Number.MAX_SAFE_INTEGER,
+    maxTestContacts: 0,
+  })
   for (let batch = 0; batch < ATTACKER_CONTACTS; batch += 300) {
     const emails = Array.from(
       { length: Math.min(300, ATTACKER_CONTACTS - batch) },
       (_, i) => `r9-${batch + i}@attacker.test`,
     )
     await writer.applyBatch(
-      accountId,
+      liveTenant(accountId),
       emails.map((email) => ({ op: 'create', input: { email } })),
     )
   }

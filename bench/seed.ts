@@ -4,6 +4,7 @@
 import { sql } from 'kysely'
 import pg from 'pg'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
+import { liveTenant } from '../src/accounts/tenant.js'
 import { type ContactService, createContactService } from '../src/contacts/contact-service.js'
 import { normalizePhone } from '../src/contacts/contacts.js'
 import type { ContactInput } from '../src/contacts/contacts.schemas.js'
@@ -156,7 +157,7 @@ async function seedAccount(
   const write = async () => {
     clock.set(new Date((batch[0] as Planned).createdMs))
     const results = await contacts.applyBatch(
-      accountId,
+      liveTenant(accountId),
       batch.map(({ input }) => ({ op: 'create', input })),
     )
     const updates: Array<{ id: string; at: number }> = []
@@ -174,7 +175,7 @@ async function seedAccount(
     if (updates.length > 0) {
       clock.set(new Date(Math.max(...updates.map((update) => update.at))))
       await contacts.applyBatch(
-        accountId,
+        liveTenant(accountId),
         updates.map(({ id }) => ({ op: 'update', id, input: { job_title: 'Updated' } })),
       )
     }
@@ -211,7 +212,12 @@ async function seedAll(
 ): Promise<{ deepId: string; patchIds: string[] }> {
   const picked = { deepId: '', patchIds: [] as string[] }
   const clock = manualClock()
-  const contacts = createContactService({ db: handle.db, clock, maxContacts: Number.MAX_SAFE_INTEGER })
+  const contacts = createContactService({
+    db: handle.db,
+    clock,
+    maxContacts: Number.MAX_SAFE_INTEGER,
+    maxTestContacts: 0,
+  })
   const random = prng(42)
   const phones = phonePool(random)
   const nowMs = Date.now()

@@ -9,7 +9,7 @@ import { contactsBatchRoutes } from './contacts/contacts.batch.routes.js'
 import { contactsRoutes } from './contacts/contacts.routes.js'
 import type { Deps } from './deps.js'
 import { eventsRoutes } from './events/events.routes.js'
-import { accountIdOf, requireApiKey } from './http/auth.js'
+import { requireApiKey, tenantIdOf } from './http/auth.js'
 import { refuseUnevaluatedConditions } from './http/conditional.js'
 import { limitPipelining } from './http/connection-limits.js'
 import { AppError, clientErrorHandler, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
@@ -95,7 +95,7 @@ export async function buildApp(
         url: redactUrl(request.url),
         status: reply.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
-        account_id: accountIdOf(request),
+        account_id: tenantIdOf(request),
       },
       'request',
     )

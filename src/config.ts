@@ -49,6 +49,8 @@ export interface Config {
   readonly eventRetentionDays: number
   /** MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded (src/contacts/contact-count.ts). */
   readonly maxContactsPerAccount: number
+  /** MAX_TEST_CONTACTS_PER_ACCOUNT: the same in an account's test mode (docs/test-mode.md). */
+  readonly maxTestContactsPerAccount: number
   /**
    * IDEMPOTENCY_KEYS_PER_ACCOUNT: answers kept per account for Idempotency-Key replays; beyond it the
    * oldest are evicted (src/idempotency/idempotency.ts).
@@ -201,6 +203,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   }
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
   const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
+  const maxTestContactsPerAccount = integer('MAX_TEST_CONTACTS_PER_ACCOUNT', 10_000, 1, 1_000_000_000)
   const idempotencyKeysPerAccount = integer('IDEMPOTENCY_KEYS_PER_ACCOUNT', 20_000, 1, 10_000_000)
   const signUpsPerHour = integer('SIGN_UPS_PER_HOUR', 10, 0, RATE_LIMIT_MAX)
   const maxAccountsPerPerson = integer('MAX_ACCOUNTS_PER_PERSON', 10, 1, 10_000)
@@ -235,6 +238,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     webhooks: Object.freeze(webhooks),
     eventRetentionDays,
     maxContactsPerAccount,
+    maxTestContactsPerAccount,
     idempotencyKeysPerAccount,
     signUpsPerHour,
     maxAccountsPerPerson,

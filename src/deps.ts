@@ -4,6 +4,7 @@ import { readFileSync, statSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
 import type { Redis } from 'ioredis'
+import { createTestDataPurger, type TestDataPurger } from './accounts/test-data.js'
 import {
   type KeyRevocations,
   localRevocations,
@@ -47,6 +48,8 @@ export interface Deps {
   readonly contacts: ContactService
   /** Runs CSV import jobs off the request path; `serve` starts its polling. */
   readonly imports: ImportRunner
+  /** Deletes the test data of accounts that asked for it, off the request path (src/accounts/test-data.ts). */
+  readonly testData: TestDataPurger
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
@@ -101,7 +104,12 @@ export function createDeps(
   )
 
   const secret = config.secret ?? localSecret(config)
-  const contacts = createContactService({ db: database.db, clock, maxContacts: config.maxContactsPerAccount })
+  const contacts = createContactService({
+    db: database.db,
+    clock,
+    maxContacts: config.maxContactsPerAccount,
+    maxTestContacts: config.maxTestContactsPerAccount,
+  })
   return {
     config,
     database,
@@ -113,12 +121,12 @@ export function createDeps(
     redis,
     secret,
     contacts,
+    testData: createTestDataPurger({ db: database.db, contacts, clock }),
     imports: createImportRunner({
       db: database.db,
       contacts,
       clock,
       maxConcurrent: config.imports.concurrency,
-      maxContactsPerAccount: config.maxContactsPerAccount,
       ...(config.imports.leaseMs === undefined ? {} : { leaseMs: config.imports.leaseMs }),
       sqliteFile: database.sqliteFile,
     }),
@@ -189,6 +197,7 @@ export function revocationPushWarning(config: Config): string | undefined {
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  await deps.testData.stop()
   await deps.imports.stop()
   await deps.imports.close()
   await deps.keyVerifier.close()

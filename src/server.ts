@@ -58,6 +58,8 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     // CSV imports left unfinished by a crash resume here (src/imports/import-job.ts). Imports are
     // uploaded through the web app, so an API-only process leaves them to a full `serve`.
     deps.imports.start((error, job) => app.log.error({ err: error, import: job }, 'CSV import failed'))
+    // So does a deletion of test data, asked for in the web app.
+    deps.testData.start((error) => app.log.error({ err: error }, 'deleting test data failed'))
   }
   // Expired rows are purged at start and then hourly; events and deliveries in batches.
   const purge = () =>

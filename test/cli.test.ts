@@ -72,7 +72,8 @@ function countRows(file: string): Counts {
   try {
     const count = (query: string) => (db.prepare(query).all() as Array<{ n: number }>)[0]?.n
     return {
-      accounts: count('select count(*) as n from accounts') ?? -1,
+      // Accounts, not their test environments (src/accounts/tenant.ts).
+      accounts: count("select count(*) as n from accounts where id not like '%\\_test' escape '\\'") ?? -1,
       api_keys: count('select count(*) as n from api_keys') ?? -1,
       revoked: count('select count(*) as n from api_keys where revoked_at is not null') ?? -1,
       tables: count("select count(*) as n from sqlite_master where type = 'table'") ?? -1,

@@ -10,6 +10,7 @@ import { Kysely, sql } from 'kysely'
 import pg from 'pg'
 import { inject } from 'vitest'
 import { createAccountWithKey } from '../src/accounts/accounts.js'
+import { testTenant } from '../src/accounts/tenant.js'
 import { FULL_SCOPES, type Scope } from '../src/api-keys/api-key.js'
 import { issueApiKey } from '../src/api-keys/api-keys.store.js'
 import { buildApp } from '../src/app.js'
@@ -36,7 +37,13 @@ export interface TestHarness {
   db: Kysely<Database>
   dialect: TestDialect
   createAccount(name?: string): Promise<TestAccount>
-  createKey(account: TestAccount, options?: { scopes?: Scope[]; expiresAt?: Date | null }): Promise<string>
+  /** Another key of the account; with `test`, a service_test_ key of its test mode. */
+  createKey(
+    account: TestAccount,
+    options?: { scopes?: Scope[]; expiresAt?: Date | null; test?: boolean },
+  ): Promise<string>
+  /** The account as its test-mode key sees it: the same id, requests made with a new test key. */
+  testMode(account: TestAccount): Promise<TestAccount>
   /** A request as this account (its key in Authorization), or unauthenticated with null. */
   inject(account: TestAccount | null, options: InjectOptions): Promise<LightMyRequestResponse>
   close(): Promise<void>
@@ -95,7 +102,8 @@ export async function createTestHarness(options: {
       return { id: created.account.id, name, key: created.secret, keyId: created.apiKey.id }
     },
     async createKey(account, keyOptions = {}) {
-      const { secret } = await issueApiKey(database.db, account.id, {
+      const tenantId = keyOptions.test ? testTenant(account.id).id : account.id
+      const { secret } = await issueApiKey(database.db, tenantId, {
         name: 'Extra',
         scopes: keyOptions.scopes ?? FULL_SCOPES,
         expiresAt: keyOptions.expiresAt ?? null,
@@ -103,6 +111,16 @@ export async function createTestHarness(options: {
         prefix: config.keyPrefix,
       })
       return secret
+    },
+    async testMode(account) {
+      const { secret, apiKey } = await issueApiKey(database.db, testTenant(account.id).id, {
+        name: 'Test',
+        scopes: FULL_SCOPES,
+        expiresAt: null,
+        now: deps.clock.now(),
+        prefix: config.keyPrefix,
+      })
+      return { ...account, key: secret, keyId: apiKey.id }
     },
     async inject(account, request) {
       const headers = { ...(account ? { authorization: `Bearer ${account.key}` } : {}), ...request.headers }

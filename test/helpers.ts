@@ -2,6 +2,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import { sql } from 'kysely'
 import { expect } from 'vitest'
+import { tenantById } from '../src/accounts/tenant.js'
 import type { Trx } from '../src/db/transaction.js'
 import { type EventType, eventBody, newEvent } from '../src/events/events.js'
 import { insertEvents } from '../src/events/events.store.js'
@@ -66,6 +67,6 @@ export async function listVersionSettled(t: TestHarness, account: TestAccount): 
 
 /** An event around any object body, written in the transaction as a change writes its event. */
 export async function recordEvent(trx: Trx, accountId: string, type: EventType, objectBody: string, now: string) {
-  const event = newEvent(type, now)
+  const event = newEvent(type, now, tenantById(accountId).livemode)
   await insertEvents(trx, accountId, now, type, [[event.id, eventBody(event, objectBody)]])
 }

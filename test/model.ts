@@ -28,6 +28,8 @@ export interface ModelContact {
   custom_fields: Record<string, CustomValue>
   created_at: string
   updated_at: string
+  /** The model's accounts use live keys. */
+  livemode: true
 }
 
 export type EventType = 'contact.created' | 'contact.updated' | 'contact.deleted'
@@ -176,6 +178,7 @@ const emptyContact = (id: string, now: string): ModelContact => ({
   custom_fields: {},
   created_at: now,
   updated_at: now,
+  livemode: true,
 })
 
 const searchable = (value: string): string => value.normalize('NFC').toLowerCase().replace(/\s+/g, ' ')

@@ -84,7 +84,8 @@ export async function signUp(app: FastifyInstance, email: string, accountName = 
 }
 
 /** The full key shown on a key-created page. */
-export const shownKey = (body: string): string | undefined => /value="([a-z0-9]+_live_[A-Za-z0-9]{32})"/.exec(body)?.[1]
+export const shownKey = (body: string): string | undefined =>
+  /value="([a-z0-9]+_(?:live|test)_[A-Za-z0-9]{32})"/.exec(body)?.[1]
 
 /**
  * Makes `member` (signed in as `email`) a member of the owner's account as the web app does: the

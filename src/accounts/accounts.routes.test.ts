@@ -21,6 +21,7 @@ describe.each(testDialects())('GET /api/v1/me on %s', (dialect) => {
       id: acme.id,
       name: 'Acme',
       created_at: expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/),
+      livemode: true,
       api_key: {
         id: acme.keyId,
         name: 'Default',

@@ -9,7 +9,7 @@ import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { apiProblems, jsonResponse } from '../http/openapi-responses.js'
 import { PAGE_SIZE_MAX } from '../http/pagination.js'
-import { NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { Livemode, NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 const Limit = (minimum: number, maximum: number) => Type.Integer({ format: 'int32', minimum, maximum })
 
@@ -20,6 +20,7 @@ export const AccountSchema = Type.Object(
     // Key names are at most KEY_NAME_MAX, but keys named through the CLI before that limit may be longer.
     name: Type.String({ maxLength: STRING_MAX }),
     created_at: Timestamp,
+    livemode: Livemode,
     api_key: Type.Object({
       id: PrefixedId('apiKey'),
       name: Type.String({ maxLength: STRING_MAX }),
@@ -38,7 +39,8 @@ export const AccountSchema = Type.Object(
         minimum: 1,
         maximum: 1_000_000_000,
         format: 'int32',
-        description: 'MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded.',
+        description:
+          'MAX_CONTACTS_PER_ACCOUNT (MAX_TEST_CONTACTS_PER_ACCOUNT for a test key): beyond it a create is 403 quota_exceeded.',
       }),
     }),
   },
@@ -51,6 +53,7 @@ export const AccountSchema = Type.Object(
         id: 'acct_01JD3Z8Q4R5S6T7V8W9X0Y1Z2D',
         name: 'Acme',
         created_at: '2026-11-01T09:00:00.000Z',
+        livemode: true,
         api_key: {
           id: 'key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E',
           name: 'Production',
@@ -76,7 +79,6 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     burst: deps.config.rateLimit.burst,
     page_size_max: PAGE_SIZE_MAX,
     custom_fields_max: CUSTOM_FIELDS_MAX,
-    contacts_max: deps.config.maxContactsPerAccount,
   }
   app.get(
     '/me',
@@ -90,10 +92,11 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       },
     },
     async (request) => {
-      const { account, key } = authOf(request)
+      const { account, key, tenant } = authOf(request)
       return {
         object: 'account' as const,
         ...account,
+        livemode: tenant.livemode,
         api_key: {
           id: key.id,
           name: key.name,
@@ -101,7 +104,7 @@ export const accountsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
           created_at: key.created_at,
           expires_at: key.expires_at,
         },
-        limits,
+        limits: { ...limits, contacts_max: deps.contacts.quota(tenant) },
       }
     },
   )

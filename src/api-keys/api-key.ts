@@ -18,13 +18,18 @@ export function parseStoredScopes(text: string): Scope[] {
   return value
 }
 
-export const generateApiKey = (prefix: string): string => `${prefix}_live_${randomAlphanumeric(KEY_RANDOM_LENGTH)}`
+/** The word after the prefix: which mode's data a key acts on (docs/design.md#test-mode). */
+const modeWord = (livemode: boolean) => (livemode ? 'live' : 'test')
+
+export const generateApiKey = (prefix: string, livemode: boolean): string =>
+  `${prefix}_${modeWord(livemode)}_${randomAlphanumeric(KEY_RANDOM_LENGTH)}`
 
 /** A plain SHA-256 is enough, and survives a rotation of SECRET (docs/design.md#authentication). */
 export const hashApiKey = (key: string): string => sha256Hex(key)
 
-/** What lists show instead of the key: `service_live_…` and its last four characters. */
-export const redactApiKey = (prefix: string, last4: string): string => `${prefix}_live_…${last4}`
+/** What lists show instead of the key: `service_live_…` (or `service_test_…`) and its last four characters. */
+export const redactApiKey = (prefix: string, last4: string, livemode: boolean): string =>
+  `${prefix}_${modeWord(livemode)}_…${last4}`
 
 export type ParsedAuthorization = { ok: true; key: string } | { ok: false }
 
@@ -38,5 +43,9 @@ export function parseAuthorization(header: string | undefined, keyPattern: RegEx
   return key !== undefined && keyPattern.test(key) ? { ok: true, key } : { ok: false }
 }
 
+/** A key of either mode; the mode word is the first group. */
 export const apiKeyPattern = (prefix: string): RegExp =>
-  new RegExp(`^${prefix}_live_[A-Za-z0-9]{${KEY_RANDOM_LENGTH}}$`)
+  new RegExp(`^${prefix}_(live|test)_[A-Za-z0-9]{${KEY_RANDOM_LENGTH}}$`)
+
+/** Whether a well-formed key (apiKeyPattern) is a live one: its mode word. */
+export const isLiveKey = (key: string, prefix: string): boolean => key.startsWith(`${prefix}_live_`)

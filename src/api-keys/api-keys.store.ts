@@ -1,6 +1,7 @@
 // API key storage, tenant-scoped but for the lookups by digest (how a request finds its tenant) and
 // by id (the CLI). Changes with their audit entry and revocation push: key-lifecycle.ts.
 import type { Kysely } from 'kysely'
+import { type Tenant, tenantById } from '../accounts/tenant.js'
 import type { Database } from '../db/schema.js'
 import { newId } from '../lib/ids.js'
 import { generateApiKey, hashApiKey, parseStoredScopes, redactApiKey, type Scope } from './api-key.js'
@@ -10,7 +11,7 @@ export interface ApiKey {
   id: string
   account_id: string
   name: string
-  /** `service_live_…` + last 4: never the key. */
+  /** `service_live_…` (or `_test_`) + last 4: never the key. */
   redacted: string
   scopes: Scope[]
   created_at: string
@@ -38,7 +39,7 @@ export async function issueApiKey(
   accountId: string,
   input: IssueApiKeyInput,
 ): Promise<{ apiKey: ApiKey; secret: string }> {
-  const secret = generateApiKey(input.prefix)
+  const secret = generateApiKey(input.prefix, tenantById(accountId).livemode)
   const row: ApiKeysTable = {
     account_id: accountId,
     id: newId('apiKey'),
@@ -57,7 +58,10 @@ export async function issueApiKey(
 
 export interface KeyWithAccount {
   key: ApiKey
+  /** The account as the API names it, whatever the key's mode. */
   account: { id: string; name: string; created_at: string }
+  /** Whose data the key acts on: the account in the key's mode. */
+  tenant: Tenant
 }
 
 /** The verification lookup: by digest, with its account, whatever its state (the caller checks). */
@@ -76,9 +80,11 @@ export async function findKeyByHash(
   if (!row) {
     return undefined
   }
+  const tenant = tenantById(row.account_id)
   return {
     key: toApiKey(row, prefix),
-    account: { id: row.account_id, name: row.account_name, created_at: row.account_created_at },
+    account: { id: tenant.accountId, name: row.account_name, created_at: row.account_created_at },
+    tenant,
   }
 }
 
@@ -200,7 +206,7 @@ function toApiKey(row: ApiKeysTable, prefix: string): ApiKey {
     id: row.id,
     account_id: row.account_id,
     name: row.name,
-    redacted: redactApiKey(prefix, row.last4),
+    redacted: redactApiKey(prefix, row.last4, tenantById(row.account_id).livemode),
     scopes: parseStoredScopes(row.scopes),
     created_at: row.created_at,
     expires_at: row.expires_at,

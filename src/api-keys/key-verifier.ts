@@ -116,13 +116,13 @@ export function createKeyVerifier(db: Kysely<Database>, clock: Clock, prefix: st
     if (count) {
       count.requests++
     } else {
-      pendingCounts.set(countKey, { accountId: found.account.id, keyId: found.key.id, day, requests: 1 })
+      pendingCounts.set(countKey, { accountId: found.tenant.id, keyId: found.key.id, day, requests: 1 })
     }
     const last = lastUsedWritten.get(found.key.id) ?? 0
     if (now - last >= LAST_USED_RESOLUTION_MS) {
       lastUsedWritten.set(found.key.id, now)
       pendingUses.set(found.key.id, {
-        accountId: found.account.id,
+        accountId: found.tenant.id,
         keyId: found.key.id,
         at: new Date(now).toISOString(),
       })

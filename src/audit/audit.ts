@@ -6,17 +6,20 @@ import type { Db } from '../db/transaction.js'
 import { newId } from '../lib/ids.js'
 import { retryAfter, type SlidingWindow } from '../rate-limit/sliding-window.js'
 
-export type AuditAction =
-  | 'api_key.created'
-  | 'api_key.rolled'
-  | 'api_key.revoked'
-  | 'webhook_endpoint.created'
-  | 'webhook_endpoint.updated'
-  | 'webhook_endpoint.deleted'
-  | 'webhook_endpoint.secret_rolled'
-  | 'webhook_endpoint.secret_revealed'
-  | 'webhook_endpoint.test_sent'
-  | 'webhook_delivery.retried'
+/** The actions about keys and about the account's test data (the API keys page shows them). */
+export const KEY_ACTIONS = ['api_key.created', 'api_key.rolled', 'api_key.revoked', 'test_data.deleted'] as const
+/** The actions about webhooks (the webhooks page shows them). */
+export const WEBHOOK_ACTIONS = [
+  'webhook_endpoint.created',
+  'webhook_endpoint.updated',
+  'webhook_endpoint.deleted',
+  'webhook_endpoint.secret_rolled',
+  'webhook_endpoint.secret_revealed',
+  'webhook_endpoint.test_sent',
+  'webhook_delivery.retried',
+] as const
+
+export type AuditAction = (typeof KEY_ACTIONS)[number] | (typeof WEBHOOK_ACTIONS)[number]
 
 /** Who acted: a signed-in person's user id and client address, or null for the command line. */
 export type AuditActor = { userId: string; ip: string } | null
@@ -79,7 +82,13 @@ export async function keyIssueRetryAfter(
 }
 
 /** The account's latest entries, newest first, with the email of the person who acted. */
-export async function listAudit(db: Kysely<Database>, accountId: string, limit: number): Promise<AuditRecord[]> {
+/** The account's newest entries, of these actions only when given (a page shows its own kind). */
+export async function listAudit(
+  db: Kysely<Database>,
+  accountId: string,
+  limit: number,
+  actions?: readonly AuditAction[],
+): Promise<AuditRecord[]> {
   const rows = await db
     .selectFrom('audit_log')
     .leftJoin('users', 'users.id', 'audit_log.actor_user_id')
@@ -94,6 +103,7 @@ export async function listAudit(db: Kysely<Database>, accountId: string, limit: 
       'audit_log.detail',
     ])
     .where('audit_log.account_id', '=', accountId)
+    .$if(actions !== undefined, (query) => query.where('audit_log.action', 'in', actions ?? []))
     .orderBy('audit_log.id', 'desc')
     .limit(limit)
     .execute()

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
+import { liveTenant, tenantById, tenantOf, testTenant } from '../accounts/tenant.js'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKeyById, keyState, listApiKeys } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, type KeyLifecycleDeps, revokeKey } from '../api-keys/key-lifecycle.js'
@@ -20,8 +21,9 @@ const USAGE = `Usage: contacts-api <command> [options]
   worker                                  migrate, then deliver webhooks only (/healthz, /metrics)
   migrate [up|down --yes|status]          apply (default), roll back the last, or list migrations
   accounts create --name NAME             create an account and its first API key
-  keys create --account ID [--name NAME] [--read-only] [--expires-at RFC3339]
-  keys list --account ID
+  keys create --account ID [--name NAME] [--read-only] [--expires-at RFC3339] [--test]
+                                          --test: a service_test_ key, for the account's test mode
+  keys list --account ID                  the keys of both modes
   keys revoke KEY_ID
 
   --json    print one JSON object instead of text
@@ -33,6 +35,7 @@ const OPTIONS = {
   account: { type: 'string' },
   'read-only': { type: 'boolean' },
   'expires-at': { type: 'string' },
+  test: { type: 'boolean' },
   yes: { type: 'boolean' },
   'api-only': { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
@@ -245,7 +248,7 @@ const COMMANDS: Record<string, CommandSpec> = {
   },
 
   'keys create': {
-    flags: ['account', 'name', 'read-only', 'expires-at'],
+    flags: ['account', 'name', 'read-only', 'expires-at', 'test'],
     prepare: (values, args) => {
       noExtra(args)
       const accountId = requireText(values.account, '--account', ID_ARGUMENT_MAX)
@@ -259,7 +262,8 @@ const COMMANDS: Record<string, CommandSpec> = {
         if (expiresAt && expiresAt <= now) {
           throw new UsageError('--expires-at must be in the future')
         }
-        const { apiKey, secret } = await issueKey(deps, accountId, { name, scopes, expiresAt }, COMMAND_LINE, now)
+        const tenant = tenantOf(accountId, values.test !== true)
+        const { apiKey, secret } = await issueKey(deps, tenant.id, { name, scopes, expiresAt }, COMMAND_LINE, now)
         return {
           text: `API key ${apiKey.id} (${apiKey.name}, ${apiKey.scopes.join('+')}), shown only this once:\n  ${secret}`,
           json: { api_key: { ...publicKey(apiKey), secret } },
@@ -277,10 +281,9 @@ const COMMANDS: Record<string, CommandSpec> = {
         await migrateToLatest(deps.database)
         await requireAccount(deps, accountId)
         const now = deps.clock.now()
-        const keys = (await listApiKeys(deps.database.db, accountId, deps.config.keyPrefix)).map((k) => ({
-          ...publicKey(k),
-          status: keyState(k, now),
-        }))
+        const modes = [liveTenant(accountId), testTenant(accountId)]
+        const lists = await Promise.all(modes.map((t) => listApiKeys(deps.database.db, t.id, deps.config.keyPrefix)))
+        const keys = lists.flat().map((k) => ({ ...publicKey(k), status: keyState(k, now) }))
         return {
           text: keys.length
             ? keys
@@ -365,7 +368,8 @@ function requireText(value: string | undefined, flag: string, max: number): stri
 }
 
 async function requireAccount(deps: Deps, accountId: string): Promise<void> {
-  if (!(await findAccount(deps.database.db, accountId))) {
+  // A test environment's own id is not an account's.
+  if (!tenantById(accountId).livemode || !(await findAccount(deps.database.db, accountId))) {
     throw new UsageError(`no account ${accountId}`)
   }
 }

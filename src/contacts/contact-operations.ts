@@ -4,6 +4,7 @@
 // memory, each seeing the effect of those before it; and all their changes are written at the end
 // by writeContacts. A refused operation writes nothing, so the others can commit without it.
 import { sql } from 'kysely'
+import type { Tenant } from '../accounts/tenant.js'
 import { type Dialect, dialectOf } from '../db/dialect.js'
 import { bind, type Statement, sqlFor } from '../db/statement.js'
 import type { Trx } from '../db/transaction.js'
@@ -32,7 +33,8 @@ export type OperationResult =
   | { status: 204 }
   | { error: AppError }
 
-export interface OperationsScope extends WriteScope {
+export interface OperationsScope extends Omit<WriteScope, 'accountId'> {
+  tenant: Tenant
   /** Creates beyond this count are refused with quota_exceeded. */
   maxContacts: number
   /**
@@ -55,7 +57,8 @@ export async function runOperations(
   scope: OperationsScope,
   operations: readonly ContactOperation[],
 ): Promise<OperationResult[]> {
-  const { accountId, now } = scope
+  const { tenant, now } = scope
+  const accountId = tenant.id
   const { contacts, owners } = await readTargets(trx, scope, operations)
   const creates = operations.some((o) => o.op === 'create' || o.op === 'upsert')
   let count = creates && Number.isFinite(scope.maxContacts) ? await contactCount(trx, accountId) : 0
@@ -67,7 +70,7 @@ export async function runOperations(
     return { contact, change: changes.length - 1 }
   }
   const create = (input: ContactInput): Pending => {
-    const contact = applyContactInput(emptyContact(newId('contact'), now), input, now)
+    const contact = applyContactInput(emptyContact(newId('contact'), now, tenant.livemode), input, now)
     const owner = ownerOf(contact.email)
     if (owner !== undefined) {
       return { error: contactExists(owner) }
@@ -145,7 +148,7 @@ export async function runOperations(
       throw error
     }
   })
-  const written = await writeContacts(trx, scope, changes)
+  const written = await writeContacts(trx, { accountId, shard: scope.shard, now }, changes)
   return pending.map((result): OperationResult => {
     if ('error' in result || result.status === 204) {
       return result
@@ -192,7 +195,7 @@ async function readTargets(
 ): Promise<{ contacts: Map<string, Known>; owners: Map<string, string | null> }> {
   const dialect = dialectOf(trx)
   if (scope.serialized && dialect === 'postgres') {
-    await sql`select 1 from accounts where id = ${scope.accountId} for no key update`.execute(trx)
+    await sql`select 1 from accounts where id = ${scope.tenant.id} for no key update`.execute(trx)
   }
   const ids = new Set<string>()
   const emails: string[] = []
@@ -205,7 +208,7 @@ async function readTargets(
       emails.push(email)
     }
   }
-  const found = await findContactIdsByEmail(trx, scope.accountId, emails)
+  const found = await findContactIdsByEmail(trx, scope.tenant.id, emails)
   const owners = new Map<string, string | null>(emails.map((email) => [emailKey(email), null]))
   for (const [key, id] of found) {
     owners.set(key, id)
@@ -216,7 +219,7 @@ async function readTargets(
     const list = [...ids]
     const { rows } = await trx.executeQuery<{ id: string; body: string }>(
       bind(READ_TARGETS[dialect], {
-        account: scope.accountId,
+        account: scope.tenant.id,
         ids: dialect === 'postgres' ? list : JSON.stringify(list),
       }),
     )

@@ -3,6 +3,7 @@
 // its transaction, its quota check, its retry when it lost a race, and its after-commit work; its
 // rows and events are written by writeContacts (contact-writes.ts).
 import type { Kysely } from 'kysely'
+import type { Tenant } from '../accounts/tenant.js'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import { inRetriedTransaction, type Trx } from '../db/transaction.js'
@@ -11,7 +12,7 @@ import type { Clock } from '../lib/clock.js'
 import { newId } from '../lib/ids.js'
 import { contactCount, pickCountShard, quotaExceeded } from './contact-count.js'
 import { type ContactOperation, type OperationResult, runOperations } from './contact-operations.js'
-import { writeContacts } from './contact-writes.js'
+import { purgeTestContacts, writeContacts } from './contact-writes.js'
 import { applyContactInput, emptyContact } from './contacts.js'
 import type { ContactInput } from './contacts.schemas.js'
 import { contactExists, findContactIdsByEmail, lockContact, type StoredContact } from './contacts.store.js'
@@ -48,30 +49,34 @@ export interface ImportSliceResult {
 }
 
 export interface ContactService {
-  create(accountId: string, input: ContactInput, options?: WriteOptions<StoredContact>): Promise<StoredContact>
+  create(tenant: Tenant, input: ContactInput, options?: WriteOptions<StoredContact>): Promise<StoredContact>
   /** Creates the contact with this email, or updates the one that has it. */
   upsert(
-    accountId: string,
+    tenant: Tenant,
     input: UpsertInput,
     options?: WriteOptions<StoredContact & { created: boolean }>,
   ): Promise<StoredContact & { created: boolean }>
   /** Merge semantics; undefined when the account has no such contact. */
   update(
-    accountId: string,
+    tenant: Tenant,
     id: string,
     input: ContactInput,
     options?: WriteOptions<StoredContact> & { precondition?: ContactPrecondition | undefined },
   ): Promise<StoredContact | undefined>
   /** False when the account has no such contact. */
-  remove(accountId: string, id: string, options?: { precondition?: ContactPrecondition | undefined }): Promise<boolean>
+  remove(tenant: Tenant, id: string, options?: { precondition?: ContactPrecondition | undefined }): Promise<boolean>
   /** The operations in order in one transaction, each answered as its single endpoint would be. */
   applyBatch(
-    accountId: string,
+    tenant: Tenant,
     operations: readonly ContactOperation[],
     options?: WriteOptions<OperationResult[]>,
   ): Promise<OperationResult[]>
   /** One transaction of a CSV import: rows from the first on, for about `sliceMs`. */
-  importSlice(accountId: string, slice: ImportSlice): Promise<ImportSliceResult>
+  importSlice(tenant: Tenant, slice: ImportSlice): Promise<ImportSliceResult>
+  /** The most contacts the tenant may have: the quota of its mode. */
+  quota(tenant: Tenant): number
+  /** Deletes up to `limit` of a test tenant's contacts, without events; how many it deleted. */
+  purgeTest(tenant: Tenant, limit: number): Promise<number>
 }
 
 export interface WriteOptions<T> {
@@ -83,6 +88,8 @@ export interface ContactServiceOptions {
   clock: Clock
   /** MAX_CONTACTS_PER_ACCOUNT. */
   maxContacts: number
+  /** MAX_TEST_CONTACTS_PER_ACCOUNT: the same for test mode. */
+  maxTestContacts: number
   /** After each commit that wrote events: wakes the in-process webhook delivery. */
   onCommitted?: () => void
 }
@@ -90,8 +97,12 @@ export interface ContactServiceOptions {
 /** Rows decided and written together in an import slice (one read of their contacts each time). */
 const IMPORT_BATCH_ROWS = 50
 
-export function createContactService({ db, clock, maxContacts, onCommitted }: ContactServiceOptions): ContactService {
+export function createContactService(options: ContactServiceOptions): ContactService {
+  const { db, clock, onCommitted } = options
   const now = () => clock.now().toISOString()
+  const quotaOf = (tenant: Tenant) => (tenant.livemode ? options.maxContacts : options.maxTestContacts)
+  const newContact = (tenant: Tenant, input: ContactInput, at: string) =>
+    applyContactInput(emptyContact(newId('contact'), at, tenant.livemode), input, at)
 
   /** A transaction that counts its changes in one shard, retried when it lost a race. */
   const write = async <T>(
@@ -124,9 +135,14 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
   const busy = 'The contact is being changed by other requests; retry shortly.'
 
   return {
-    create(accountId, input, options = {}) {
+    quota: quotaOf,
+    purgeTest: (tenant, limit) => write((trx) => purgeTestContacts(trx, tenant, limit)),
+
+    create(tenant, input, options = {}) {
+      const accountId = tenant.id
+      const maxContacts = quotaOf(tenant)
       const at = now()
-      const contact = applyContactInput(emptyContact(newId('contact'), at), input, at)
+      const contact = newContact(tenant, input, at)
       return orContactExists(accountId, contact.email, () =>
         write(async (trx, shard) => {
           const written = await writeContacts(trx, { accountId, shard, now: at }, [{ type: 'create', contact }])
@@ -140,7 +156,9 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
       )
     },
 
-    upsert(accountId, input, options = {}) {
+    upsert(tenant, input, options = {}) {
+      const accountId = tenant.id
+      const maxContacts = quotaOf(tenant)
       const at = now()
       return write(
         async (trx, shard) => {
@@ -155,7 +173,7 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
                 : (await writeContacts(trx, scope, [{ type: 'update', before: current.contact, after }])).bodies[0]
             result = { contact: after, body: written as string, created: false }
           } else {
-            const contact = applyContactInput(emptyContact(newId('contact'), at), input, at)
+            const contact = newContact(tenant, input, at)
             const written = await writeContacts(trx, scope, [{ type: 'create', contact }])
             if ((written.count ?? (await contactCount(trx, accountId))) > maxContacts) {
               throw quotaExceeded(maxContacts)
@@ -169,7 +187,8 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
       )
     },
 
-    update(accountId, id, input, options = {}) {
+    update(tenant, id, input, options = {}) {
+      const accountId = tenant.id
       const at = now()
       return orContactExists(accountId, input.email, () =>
         write(async (trx, shard) => {
@@ -196,7 +215,8 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
       )
     },
 
-    remove(accountId, id, options = {}) {
+    remove(tenant, id, options = {}) {
+      const accountId = tenant.id
       const at = now()
       return write(async (trx, shard) => {
         const written = await writeContacts(trx, { accountId, shard, now: at }, [{ type: 'delete', id }])
@@ -209,12 +229,12 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
       })
     },
 
-    applyBatch(accountId, operations, options = {}) {
+    applyBatch(tenant, operations, options = {}) {
       const at = now()
       return write(
         async (trx, shard, attempt) => {
           // Run again after a conflict: one at a time with the account's other batches run again.
-          const scope = { accountId, shard, now: at, maxContacts, serialized: attempt > 1 }
+          const scope = { tenant, shard, now: at, maxContacts: quotaOf(tenant), serialized: attempt > 1 }
           const results = await runOperations(trx, scope, operations)
           await options.inTransaction?.(trx, results)
           return results
@@ -223,7 +243,7 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
       )
     },
 
-    importSlice(accountId, slice) {
+    importSlice(tenant, slice) {
       return write(
         async (trx, shard) => {
           const started = performance.now()
@@ -235,7 +255,7 @@ export function createContactService({ db, clock, maxContacts, onCommitted }: Co
           ) {
             const from = result.written
             const rows = slice.rows.slice(from, from + IMPORT_BATCH_ROWS)
-            const scope = { accountId, shard, now: slice.now, maxContacts: Number.POSITIVE_INFINITY }
+            const scope = { tenant, shard, now: slice.now, maxContacts: Number.POSITIVE_INFINITY }
             const operations = rows.map((input) => ({ op: 'upsert' as const, input, replaceCustomFields: true }))
             const results = await runOperations(trx, scope, operations)
             results.forEach((outcome, i) => {

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { captureStatements } from '../../test/statement-capture.js'
+import { liveTenant } from '../accounts/tenant.js'
 import { AppError } from '../http/errors.js'
 import { contactCount } from './contact-count.js'
 import { createContactService } from './contact-service.js'
@@ -165,23 +166,25 @@ describe.each(testDialects())('contact writes on %s', (dialect) => {
 
   it('the quota counts every earlier change of the transaction, deletes included', async () => {
     const account = await t.createAccount('Quota')
-    const contacts = createContactService({ db: t.db, clock: t.deps.clock, maxContacts: 1 })
-    const kept = await contacts.create(account.id, { email: 'kept@example.com' })
+    const contacts = createContactService({ db: t.db, clock: t.deps.clock, maxContacts: 1, maxTestContacts: 1 })
+    const kept = await contacts.create(liveTenant(account.id), { email: 'kept@example.com' })
     const refused = await contacts
-      .create(account.id, { email: 'second@example.com' })
+      .create(liveTenant(account.id), { email: 'second@example.com' })
       .catch((caught: unknown) => caught)
     expect(refused).toBeInstanceOf(AppError)
     expect((refused as AppError).code).toBe('quota_exceeded')
     expect(await contactCount(t.db, account.id)).toBe(1)
     // A delete and a create in one transaction: one contact, within the quota of 1.
-    const results = await contacts.applyBatch(account.id, [
+    const results = await contacts.applyBatch(liveTenant(account.id), [
       { op: 'delete', id: kept.contact.id },
       { op: 'create', input: { email: 'new@example.com' } },
     ])
     expect(results.map((result) => ('error' in result ? result.error.code : result.status))).toEqual([204, 201])
     expect(await contactCount(t.db, account.id)).toBe(1)
     // Past it, the create alone is refused, the delete before it kept.
-    const next = await contacts.applyBatch(account.id, [{ op: 'create', input: { email: 'third@example.com' } }])
+    const next = await contacts.applyBatch(liveTenant(account.id), [
+      { op: 'create', input: { email: 'third@example.com' } },
+    ])
     expect(next.map((result) => ('error' in result ? result.error.code : result.status))).toEqual(['quota_exceeded'])
     expect(await contactCount(t.db, account.id)).toBe(1)
   })

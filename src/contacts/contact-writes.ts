@@ -4,6 +4,7 @@
 // is the same for one contact or five hundred and is prepared once per connection; a create on
 // PostgreSQL is one statement (contact-writes.postgres.ts, contact-writes.sqlite.ts). Only the
 // contact service calls it (contact-writers.test.ts checks).
+import { type Tenant, tenantById } from '../accounts/tenant.js'
 import { dialectOf } from '../db/dialect.js'
 import type { Trx } from '../db/transaction.js'
 import { type EventType, newEvent } from '../events/events.js'
@@ -37,7 +38,8 @@ export async function writeContacts(
   scope: WriteScope,
   changes: readonly ContactChange[],
 ): Promise<WrittenContacts> {
-  const events = changes.map((change) => newEvent(EVENT_OF[change.type], scope.now))
+  const { livemode } = tenantById(scope.accountId)
+  const events = changes.map((change) => newEvent(EVENT_OF[change.type], scope.now, livemode))
   const written: WrittenContacts = { count: undefined, bodies: new Array(changes.length) }
   const writer = WRITERS[dialectOf(trx)]
   for (const [start, end] of groups(changes)) {
@@ -102,6 +104,18 @@ function groups(changes: readonly ContactChange[]): Array<[number, number]> {
     ranges.push([start, changes.length])
   }
   return ranges
+}
+
+/**
+ * Deletes up to `limit` of a test tenant's contacts, with their tag and term rows and without
+ * events (the deletion of all test data, src/accounts/test-data.ts, deletes the events too); once
+ * none is left, the tenant's count. Refuses a live tenant.
+ */
+export async function purgeTestContacts(trx: Trx, tenant: Tenant, limit: number): Promise<number> {
+  if (tenant.livemode) {
+    throw new Error('purgeTestContacts: a live tenant is never purged')
+  }
+  return WRITERS[dialectOf(trx)].purge(trx, tenant.id, limit)
 }
 
 const WRITERS: Record<'postgres' | 'sqlite', DialectWriter> = { postgres: POSTGRES_WRITER, sqlite: SQLITE_WRITER }

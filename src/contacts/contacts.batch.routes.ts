@@ -44,14 +44,14 @@ export const contactsBatchRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = as
       preValidation: async (request, reply) => {
         const operations = (request.body as { operations?: unknown } | undefined)?.operations
         if (Array.isArray(operations) && operations.length > 1 && operations.length <= BATCH_MAX) {
-          await deps.rateLimiter.takeAccount(authOf(request).account.id, reply, operations.length - 1)
+          await deps.rateLimiter.takeAccount(authOf(request).tenant.id, reply, operations.length - 1)
         }
       },
     },
     async (request, reply) => {
       const store = answerWithWrite(request)
       let answer: IdempotentAnswer | undefined
-      await deps.contacts.applyBatch(authOf(request).account.id, checkOperations(request.body.operations), {
+      await deps.contacts.applyBatch(authOf(request).tenant, checkOperations(request.body.operations), {
         // Built in the transaction, so that an Idempotency-Key's answer commits with the writes.
         inTransaction: async (trx, results) => {
           answer = { status: 200, body: batchResponseBody(results, String(request.id)), location: null }

@@ -8,6 +8,7 @@ import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
+import { liveTenant } from '../accounts/tenant.js'
 import { contactCount } from './contact-count.js'
 import type { UpsertInput } from './contact-service.js'
 
@@ -20,7 +21,7 @@ describe.runIf(testDialects().includes('postgres'))('concurrent import chunks on
 
   const CLIENTS = 4
   const importRows = (accountId: string, rows: UpsertInput[]) =>
-    t.deps.contacts.importSlice(accountId, {
+    t.deps.contacts.importSlice(liveTenant(accountId), {
       rows,
       sliceMs: Number.POSITIVE_INFINITY,
       now: new Date().toISOString(),

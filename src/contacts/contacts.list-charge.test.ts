@@ -31,7 +31,10 @@ describe.each(testDialects())('list charge on %s', (dialect) => {
         const rows = []
         for (let i = batch; i < Math.min(batch + 300, count); i++) {
           rows.push(
-            toContactRows(acme.id, applyContactInput(emptyContact(newId('contact'), at), { email: email(i) }, at)),
+            toContactRows(
+              acme.id,
+              applyContactInput(emptyContact(newId('contact'), at, true), { email: email(i) }, at),
+            ),
           )
         }
         await t.db

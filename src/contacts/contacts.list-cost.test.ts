@@ -52,7 +52,7 @@ describe.each(testDialects())('list cost on %s', (dialect) => {
         for (let batch = 0; batch < count; batch += 300) {
           const rows = []
           for (let i = batch; i < Math.min(batch + 300, count); i++) {
-            const contact = applyContactInput(emptyContact(newId('contact'), at), { email: email(i) }, at)
+            const contact = applyContactInput(emptyContact(newId('contact'), at, true), { email: email(i) }, at)
             rows.push(toContactRows(acme.id, contact))
           }
           await t.db

@@ -126,7 +126,7 @@ export function checkContactInput(input: ContactInput, schema: 'input' | 'upsert
   }
   try {
     const now = new Date(0).toISOString()
-    applyContactInput(emptyContact('con_check', now), input, now)
+    applyContactInput(emptyContact('con_check', now, true), input, now)
     return []
   } catch (error) {
     const described = ruleErrors(error)

@@ -41,6 +41,7 @@ describe.each(testDialects())('contacts API on %s', (dialect) => {
         custom_fields: { plan: 'pro', seats: 12, beta: true },
         created_at: expect.stringMatching(TIMESTAMP),
         updated_at: contact.created_at,
+        livemode: true,
       })
       expect(res.headers.location).toBe(`http://api.test/api/v1/contacts/${contact.id}`)
       expect(res.headers['content-type']).toBe('application/json; charset=utf-8')

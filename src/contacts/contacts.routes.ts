@@ -135,7 +135,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     },
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       const page = () =>
         buildPage(deps.secret, { list: 'contacts', accountId, filters }, { limit, after }, async (position) => {
           const listed = await listContactRows(db, accountId, { ...filters, ...position })
@@ -184,7 +184,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       onSend: tagContact,
     },
     async (request, reply) => {
-      const created = await deps.contacts.create(authOf(request).account.id, request.body, {
+      const created = await deps.contacts.create(authOf(request).tenant, request.body, {
         inTransaction: storedWith(request, true),
       })
       return sendAnswer(reply, answerOf(created, true))
@@ -209,7 +209,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       onSend: tagContact,
     },
     async (request, reply) => {
-      const upserted = await deps.contacts.upsert(authOf(request).account.id, request.body, {
+      const upserted = await deps.contacts.upsert(authOf(request).tenant, request.body, {
         inTransaction: storedWith(request),
       })
       return sendAnswer(reply, answerOf(upserted, upserted.created))
@@ -236,7 +236,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       config: EVALUATES_CONDITIONS,
     },
     async (request, reply) => {
-      const body = await findStoredBody(db, 'contacts', authOf(request).account.id, request.params.id)
+      const body = await findStoredBody(db, 'contacts', authOf(request).tenant.id, request.params.id)
       if (body === undefined) {
         throw notFound()
       }
@@ -267,7 +267,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
       onSend: tagContact,
     },
     async (request, reply) => {
-      const updated = await deps.contacts.update(authOf(request).account.id, request.params.id, request.body, {
+      const updated = await deps.contacts.update(authOf(request).tenant, request.params.id, request.body, {
         precondition: contactPrecondition(request),
       })
       if (!updated) {
@@ -297,7 +297,7 @@ export const contactsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (
     },
     async (request, reply) => {
       const precondition = contactPrecondition(request)
-      if (!(await deps.contacts.remove(authOf(request).account.id, request.params.id, { precondition }))) {
+      if (!(await deps.contacts.remove(authOf(request).tenant, request.params.id, { precondition }))) {
         throw notFound()
       }
       return reply.code(204).send(null)

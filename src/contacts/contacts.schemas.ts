@@ -1,6 +1,6 @@
 // The contact's shapes: one TypeBox source for validation, types and the OpenAPI document.
 import { type Static, type TSchema, Type } from '@sinclair/typebox'
-import { ListQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { ListQuery, Livemode, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
 
 export const STRING_MAX = 256
 const TAGS_MAX = 50
@@ -37,6 +37,7 @@ export const CONTACT_EXAMPLE = {
   custom_fields: { plan: 'pro', seats: 12, beta: true },
   created_at: '2026-11-22T10:00:00.000Z',
   updated_at: '2026-11-22T10:05:00.000Z',
+  livemode: true,
 } as const
 
 export const ContactSchema = Type.Object(
@@ -53,6 +54,7 @@ export const ContactSchema = Type.Object(
     custom_fields: Type.Record(Type.String(), CustomValue, { maxProperties: CUSTOM_FIELDS_MAX }),
     created_at: Timestamp,
     updated_at: Timestamp,
+    livemode: Livemode,
   },
   { $id: 'Contact', additionalProperties: false, examples: [CONTACT_EXAMPLE] },
 )

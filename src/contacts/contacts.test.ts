@@ -6,7 +6,7 @@ import { applyContactInput, emptyContact, parseStoredContact, toContactRows } fr
 
 const NOW = '2026-11-24T09:00:00.000Z'
 const ada = applyContactInput(
-  emptyContact('con_01JD0000000000000000000000', NOW),
+  emptyContact('con_01JD0000000000000000000000', NOW, true),
   { email: ' Ada@Example.com ', first_name: 'Ada', company: 'Analytical  Engines', tags: ['vip', 'math'] },
   NOW,
 )

@@ -33,7 +33,7 @@ export function normalizePhone(raw: string): string | undefined {
   return parsed?.isPossible() && !parsed.ext ? parsed.number : undefined
 }
 
-export const emptyContact = (id: string, now: string): Contact => ({
+export const emptyContact = (id: string, now: string, livemode: boolean): Contact => ({
   object: 'contact',
   id,
   email: null,
@@ -46,6 +46,7 @@ export const emptyContact = (id: string, now: string): Contact => ({
   custom_fields: {},
   created_at: now,
   updated_at: now,
+  livemode,
 })
 
 /** How one field's input value (null included, undefined excluded) merges into the contact. */

@@ -31,7 +31,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
     },
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       return sendPage(reply, deps.secret, { list: 'events', accountId, filters }, { limit, after }, (position) =>
         listEventRows(deps.database.db, accountId, { ...filters, ...position }),
       )
@@ -51,7 +51,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       },
     },
     async (request, reply) => {
-      const body = await findStoredBody(deps.database.db, 'events', authOf(request).account.id, request.params.id)
+      const body = await findStoredBody(deps.database.db, 'events', authOf(request).tenant.id, request.params.id)
       if (body === undefined) {
         throw new AppError('not_found', 'No event with this id exists in this account.')
       }

@@ -3,7 +3,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import { CONTACT_EXAMPLE, ContactSchema } from '../contacts/contacts.schemas.js'
 import { sameSchemaAs } from '../http/openapi-components.js'
-import { ListQuery, PrefixedId, Timestamp } from '../http/schemas.js'
+import { ListQuery, Livemode, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
 
 export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
@@ -31,6 +31,7 @@ const contactEvent = <T extends EventType>(type: T) =>
       id: PrefixedId('event'),
       type: Type.Literal(type),
       created_at: Timestamp,
+      livemode: Livemode,
       data: Type.Object({ object: sameSchemaAs(ContactSchema) }, { additionalProperties: false }),
     },
     { $id: componentName(type), additionalProperties: false, description: CONTACT_EVENT_TEXT[type] },
@@ -47,6 +48,7 @@ export const EventSchema = Type.Union(
         id: 'evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C',
         type: 'contact.created',
         created_at: CONTACT_EXAMPLE.created_at,
+        livemode: true,
         data: { object: CONTACT_EXAMPLE },
       },
     ],
@@ -79,9 +81,9 @@ export interface NewEvent {
  * (the same bytes JSON.stringify of the whole event would give), so a write that has the resource
  * only in the database (a delete returning the row) can splice it there.
  */
-export function newEvent(type: EventType, now: string): NewEvent {
+export function newEvent(type: EventType, now: string, livemode: boolean): NewEvent {
   const id = newId('event')
-  const prefix = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"data":{"object":`
+  const prefix = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"livemode":${livemode},"data":{"object":`
   return { id, type, prefix, suffix: '}}' }
 }
 

@@ -2,7 +2,7 @@
 
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import { apiKeyPattern, hashApiKey, parseAuthorization } from '../api-keys/api-key.js'
+import { apiKeyPattern, hashApiKey, isLiveKey, parseAuthorization } from '../api-keys/api-key.js'
 import type { KeyWithAccount } from '../api-keys/api-keys.store.js'
 import { type KeyVerifier, NOT_CACHED } from '../api-keys/key-verifier.js'
 import type { RateLimiter } from '../rate-limit/rate-limit.js'
@@ -58,8 +58,9 @@ export function requireApiKey(
       })
     }
     contexts.set(request, found)
-    enterAccount(found.account.id, reply)
-    await deps.rateLimiter.takeAccount(found.account.id, reply)
+    // Each mode is a tenant of its own: its own budget and its own share of the server.
+    enterAccount(found.tenant.id, reply)
+    await deps.rateLimiter.takeAccount(found.tenant.id, reply)
     const needed = READ_METHODS.has(request.method) ? 'read' : 'write'
     if (!found.key.scopes.includes(needed)) {
       throw new AppError(
@@ -83,10 +84,13 @@ export function requireApiKey(
       }
     }
     const cached = known === undefined ? undefined : deps.keyVerifier.verifyCached(known.keyHash)
+    // A key acts in the mode its word names and no other, whatever its stored row says.
+    const inItsMode = (found: AuthContext | undefined) =>
+      found && known && isLiveKey(known.key, deps.config.keyPrefix) === found.tenant.livemode ? found : undefined
     const admitted =
       cached === NOT_CACHED && known !== undefined
-        ? deps.keyVerifier.verify(known.key).then((found) => admit(request, reply, found))
-        : admit(request, reply, cached === NOT_CACHED ? undefined : cached)
+        ? deps.keyVerifier.verify(known.key).then((found) => admit(request, reply, inItsMode(found)))
+        : admit(request, reply, cached === NOT_CACHED ? undefined : inItsMode(cached))
     admitted.then(() => done(), done)
   })
 }
@@ -112,4 +116,5 @@ export function requireFullAccess(scope: FastifyInstance, what: string): void {
   })
 }
 
-export const accountIdOf = (request: FastifyRequest): string | undefined => contexts.get(request)?.account.id
+/** The tenant id of an authenticated request: its key's account in the key's mode. */
+export const tenantIdOf = (request: FastifyRequest): string | undefined => contexts.get(request)?.tenant.id

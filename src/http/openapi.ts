@@ -72,7 +72,7 @@ export async function registerOpenApi(
           apiKey: {
             type: 'http',
             scheme: 'bearer',
-            description: `An API key: \`${config.keyPrefix}_live_\` followed by 32 letters and digits. Issue keys at ${config.appUrl}, Settings → API & Webhooks.`,
+            description: `An API key: \`${config.keyPrefix}_live_\` (or \`${config.keyPrefix}_test_\` for the account's test mode) followed by 32 letters and digits. Issue keys at ${config.appUrl}, Settings → API & Webhooks.`,
           },
         },
       },

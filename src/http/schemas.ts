@@ -64,3 +64,6 @@ export const NoQuery = Type.Object({}, { additionalProperties: false })
 
 /** A list's paging parameters (http/pagination.ts), with `limit` documented as an int32. */
 export const ListQuery = { ...PageQuery, limit: Type.Optional(Type.Integer({ ...PageQuery.limit, format: 'int32' })) }
+
+/** On every API object: false for an object of the account's test mode (docs/test-mode.md). */
+export const Livemode = Type.Boolean({ description: 'true in live mode, false in test mode (docs/test-mode.md).' })

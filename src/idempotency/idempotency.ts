@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import type { Kysely, Transaction } from 'kysely'
 import { isUniqueViolation } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
-import { accountIdOf } from '../http/auth.js'
+import { tenantIdOf } from '../http/auth.js'
 import { AppError, invalidParameter } from '../http/errors.js'
 import type { Clock } from '../lib/clock.js'
 import { seal, sha256Hex, unseal } from '../lib/crypto.js'
@@ -102,7 +102,7 @@ export function installIdempotency(
     if (!KEY_PATTERN.test(key)) {
       throw invalidParameter('Idempotency-Key', 'must be 1-255 visible ASCII characters, e.g. a UUID')
     }
-    const accountId = accountIdOf(request)
+    const accountId = tenantIdOf(request)
     if (accountId === undefined) {
       return
     }

@@ -42,7 +42,10 @@ function ownConnection(): { handle: DatabaseHandle; contacts: ContactService } {
   if (!connection) {
     const handle = openDatabase(sqliteFile)
     // An import slice checks no quota (the job did, first) and stamps its own time.
-    connection = { handle, contacts: createContactService({ db: handle.db, clock: systemClock, maxContacts: 0 }) }
+    connection = {
+      handle,
+      contacts: createContactService({ db: handle.db, clock: systemClock, maxContacts: 0, maxTestContacts: 0 }),
+    }
   }
   return connection
 }

@@ -6,6 +6,7 @@
 // repeated (docs/csv-import.md, "A crash mid-write leaves everything").
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
+import { tenantById } from '../accounts/tenant.js'
 import { contactCount } from '../contacts/contact-count.js'
 import type { ContactService } from '../contacts/contact-service.js'
 import { countNewEmails } from '../contacts/contacts.store.js'
@@ -28,7 +29,6 @@ export interface ImportJobDeps {
   /** Writes the rows on the serving connection (when the worker does not, see `checker`). */
   contacts: ContactService
   clock: Clock
-  maxContactsPerAccount: number
   leaseMs: number
   /** Rows per write transaction (tests make it small to stop a job mid-write). */
   chunkRows: number
@@ -231,13 +231,14 @@ async function quotaProblem(
     return undefined
   }
   const count = await contactCount(deps.db, accountId)
-  if (count + created <= deps.maxContactsPerAccount) {
+  const max = deps.contacts.quota(tenantById(accountId))
+  if (count + created <= max) {
     return undefined
   }
   return {
     row: 0,
     field: 'file',
-    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} ${created === 1 ? 'contact' : 'contacts'}, and the account has ${count.toLocaleString('en')} of its limit of ${deps.maxContactsPerAccount.toLocaleString('en')}. Delete some contacts or import fewer.`,
+    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} ${created === 1 ? 'contact' : 'contacts'}, and the account has ${count.toLocaleString('en')} of its limit of ${max.toLocaleString('en')}. Delete some contacts or import fewer.`,
   }
 }
 

@@ -33,7 +33,6 @@ export interface ImportRunnerOptions {
   contacts: ContactService
   clock: Clock
   maxConcurrent: number
-  maxContactsPerAccount: number
   /**
    * How long a claimed job is held without progress before another runner may resume it. Each
    * progress write renews it; a crashed process's jobs are resumed once it runs out.
@@ -54,7 +53,6 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
     db,
     contacts: options.contacts,
     clock,
-    maxContactsPerAccount: options.maxContactsPerAccount,
     leaseMs: options.leaseMs ?? IMPORT_LEASE_MS,
     chunkRows: options.chunkRows ?? WRITE_CHUNK_ROWS,
     checker: createImportChecker({ database: options.sqliteFile }),

@@ -2,6 +2,7 @@
 // progress moved on in the same transaction behind a fence (rows_written), so that a job taken over
 // by another runner writes nothing twice. On an SQLite file the worker thread runs it on its own
 // connection (import-check.worker.ts), otherwise the job does (import-job.ts).
+import { tenantById } from '../accounts/tenant.js'
 import type { ContactService } from '../contacts/contact-service.js'
 import { ruleErrors } from '../contacts/contacts.messages.js'
 import { AppError } from '../http/errors.js'
@@ -16,6 +17,7 @@ export interface ImportSummary {
 }
 
 export interface SliceRequest {
+  /** The tenant whose job it is (its `account_id`). */
   accountId: string
   importId: string
   /** The job's rows_written: the first row of `rows`, and the fence on the job's row. */
@@ -41,7 +43,7 @@ export type SliceResult =
 export async function writeSlice(contacts: ContactService, request: SliceRequest): Promise<SliceResult> {
   const { accountId, importId, from, rows, counts, at, lease, sliceMs } = request
   try {
-    const written = await contacts.importSlice(accountId, {
+    const written = await contacts.importSlice(tenantById(accountId), {
       rows,
       sliceMs,
       now: at,

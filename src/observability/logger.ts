@@ -2,12 +2,12 @@
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config.js'
 
-const API_KEY = /[a-z0-9]+_live_[A-Za-z0-9]+/g
+const API_KEY = /[a-z0-9]+_(?:live|test)_[A-Za-z0-9]+/g
 
-/** Replaces anything shaped like an API key, e.g. one pasted into a query string. */
+/** Replaces anything shaped like an API key of either mode, e.g. one pasted into a query string. */
 export const redactKeys = (text: string): string =>
   // The cheap test first: the pattern backtracks over every run of letters (a cursor is one long run).
-  text.includes('_live_') ? text.replace(API_KEY, '[REDACTED]') : text
+  text.includes('_live_') || text.includes('_test_') ? text.replace(API_KEY, '[REDACTED]') : text
 
 /** A request's URL as logged: no API key, and no invitation link's token (web/people.routes.ts). */
 export const redactUrl = (url: string): string =>

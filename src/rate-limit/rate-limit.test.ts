@@ -4,6 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { expectProblem } from '../../test/helpers.js'
+import { liveTenant } from '../accounts/tenant.js'
 import { manualClock } from '../lib/clock.js'
 
 describe.each(testDialects())('rate limits on %s', (dialect) => {
@@ -76,7 +77,7 @@ describe.each(testDialects())('rate limits on %s', (dialect) => {
     const scraper = await t.createAccount('Scraper')
     // Seeded through the contact service, so the seeding spends none of the budget.
     for (let i = 0; i < 8; i++) {
-      await t.deps.contacts.create(scraper.id, { first_name: `Row ${i}` })
+      await t.deps.contacts.create(liveTenant(scraper.id), { first_name: `Row ${i}` })
     }
     const statuses: number[] = []
     let after: string | undefined

@@ -15,10 +15,12 @@ export type Permission =
   | 'members'
   /** Delete the account. */
   | 'account'
+  /** Delete all of the account's test data. */
+  | 'test_data'
 
 const GRANTS: Record<Role, ReadonlySet<Permission>> = {
-  owner: new Set(['contacts', 'read_keys', 'full_keys', 'webhooks', 'members', 'account']),
-  admin: new Set(['contacts', 'read_keys', 'full_keys', 'webhooks']),
+  owner: new Set(['contacts', 'read_keys', 'full_keys', 'webhooks', 'members', 'account', 'test_data']),
+  admin: new Set(['contacts', 'read_keys', 'full_keys', 'webhooks', 'test_data']),
   member: new Set(['contacts', 'read_keys']),
 }
 

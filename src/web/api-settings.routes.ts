@@ -3,15 +3,17 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyRequest } from 'fastify'
+import { testDataDeletionSince } from '../accounts/test-data.js'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, keyState, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
 import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
+import { KEY_ACTIONS, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
 import { FormBody, formValues } from './forms.js'
 import { NoticeQuery, noticeOf } from './notices.js'
+import { ACTIVITY_SHOWN } from './pages/activity.js'
 import {
   apiSettingsPage,
   EXPIRY_CHOICES,
@@ -27,7 +29,6 @@ import type { Render } from './render.js'
 import { accountContext, auditActorOf } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
-import { canManageWebhooks, listAccountEndpoints } from './webhooks-settings.routes.js'
 
 const HOUR = 3600 * 1000
 type ExpiryChoice = keyof typeof EXPIRY_CHOICES
@@ -49,7 +50,7 @@ const isChoiceOf = <T extends object>(choices: T, value: string): value is Extra
 const NOTICES = new Map([
   ['revoked', 'The key was revoked.'],
   ['key-shown', 'A new key is shown only once, right after it is created. If it was not copied, roll it.'],
-  ['endpoint-deleted', 'The webhook endpoint was deleted.'],
+  ['test-data-deleting', 'All test data is being deleted in the background.'],
 ])
 
 // Inputs that fail their schema are attached, not refused: the handler answers on its page (forms.ts).
@@ -70,7 +71,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   const prefix = deps.config.keyPrefix
   // A new key is shown once (docs/design.md#web-application).
   const secretOnce = createSecretOnce(deps.secret, cookieOptions)
-  const createdPath = (accountId: string, keyId: string) => `/app/${accountId}/settings/api/keys/${keyId}/created`
+  const createdPath = (home: string, keyId: string) => `${home}/settings/api/keys/${keyId}/created`
 
   const lastDays = (now: Date) =>
     Array.from({ length: USAGE_DAYS }, (_, i) =>
@@ -93,15 +94,19 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   }
 
   async function pageData(request: FastifyRequest, now: Date) {
-    const { account, role } = accountContext(request)
-    const [{ rows, days }, activity, endpoints, mayManage] = await Promise.all([
-      keyRows(account.id, now),
-      listAudit(db, account.id, 10),
-      canManageWebhooks(role) ? listAccountEndpoints(db, account.id) : undefined,
+    const { tenant, home, role } = accountContext(request)
+    const [{ rows, days }, activity, mayManage, deletingSince] = await Promise.all([
+      keyRows(tenant.id, now),
+      listAudit(db, tenant.id, ACTIVITY_SHOWN, KEY_ACTIONS),
       keyManagement(request),
+      tenant.livemode ? undefined : testDataDeletionSince(db, tenant),
     ])
     const fullAccess = can(role, 'full_keys')
-    return { accountId: account.id, keys: rows, days, now, activity, endpoints, fullAccess, mayManage }
+    const testData = tenant.livemode
+      ? undefined
+      : { mayDelete: can(role, 'test_data'), ...(deletingSince ? { deletingSince } : {}) }
+    const manageWebhooks = can(role, 'webhooks')
+    return { home, keys: rows, days, now, activity, fullAccess, mayManage, testData, manageWebhooks }
   }
 
   async function findKeyOr404(accountId: string, keyId: string) {
@@ -114,8 +119,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   /** Within the person's hourly budget of keys issued (the audit log counts them), or 429 and nothing changes. */
   async function checkKeyIssueBudget(request: FastifyRequest, now: Date): Promise<void> {
-    const { account, user } = accountContext(request)
-    const wait = await keyIssueRetryAfter(db, account.id, user.id, now)
+    const { tenant, user } = accountContext(request)
+    const wait = await keyIssueRetryAfter(db, tenant.id, user.id, now)
     if (wait > 0) {
       throw new AppError(
         'rate_limited',
@@ -132,11 +137,11 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   async function keyManagement(
     request: FastifyRequest,
   ): Promise<(key: { id: string; scopes: readonly string[] }) => boolean> {
-    const { role, user, account } = accountContext(request)
+    const { role, user, tenant } = accountContext(request)
     if (can(role, 'full_keys')) {
       return () => true
     }
-    const mine = await keysIssuedBy(db, account.id, user.id)
+    const mine = await keysIssuedBy(db, tenant.id, user.id)
     return (key) => !key.scopes.includes('write') && mine.has(key.id)
   }
 
@@ -164,7 +169,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/keys',
     { schema: { body: CreateKeyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
+      const { tenant, home } = accountContext(request)
       const values = formValues(request, CREATE_KEY_FIELDS)
       const name = values.name.trim()
       const now = deps.clock.now()
@@ -185,12 +190,12 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       const expiresAt = expires === 'never' ? null : new Date(now.getTime() + DURATION_MS[expires])
       const { apiKey, secret } = await issueKey(
         deps,
-        account.id,
+        tenant.id,
         { name, scopes, expiresAt },
         auditActorOf(request),
         now,
       )
-      const page = createdPath(account.id, apiKey.id)
+      const page = createdPath(home, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)
       return reply.redirect(page, 303)
     },
@@ -200,17 +205,17 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/keys/:keyId/created',
     { schema: { params: KeyParams, querystring: CreatedQuery }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      const { tenant, home } = accountContext(request)
+      const { apiKey } = await findKeyOr404(tenant.id, request.params.keyId)
       const now = deps.clock.now()
-      const secret = secretOnce.take(request, reply, createdPath(account.id, apiKey.id), apiKey.id, now)
+      const secret = secretOnce.take(request, reply, createdPath(home, apiKey.id), apiKey.id, now)
       if (secret === undefined) {
-        return reply.redirect(`/app/${account.id}/settings/api?notice=key-shown`, 303)
+        return reply.redirect(`${home}/settings/api?notice=key-shown`, 303)
       }
       const from = request.query.rolled_from
-      const rolledFrom = from ? (await findApiKey(db, account.id, from, prefix))?.apiKey : undefined
+      const rolledFrom = from ? (await findApiKey(db, tenant.id, from, prefix))?.apiKey : undefined
       return render(request, reply, (c) =>
-        keyCreatedPage(c, { accountId: account.id, key: apiKey, secret, ...(rolledFrom ? { rolledFrom } : {}) }),
+        keyCreatedPage(c, { home, key: apiKey, secret, ...(rolledFrom ? { rolledFrom } : {}) }),
       )
     },
   )
@@ -219,12 +224,12 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/keys/:keyId/revoke',
     { schema: { params: KeyParams }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      const { tenant, home } = accountContext(request)
+      const { apiKey } = await findKeyOr404(tenant.id, request.params.keyId)
       await refuseMemberUnlessOwnReadOnly(request, apiKey)
-      const { rows } = await keyRows(account.id, deps.clock.now())
+      const { rows } = await keyRows(tenant.id, deps.clock.now())
       const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
-      return render(request, reply, (c) => revokeConfirmPage(c, { accountId: account.id, key: apiKey, requests }))
+      return render(request, reply, (c) => revokeConfirmPage(c, { home, key: apiKey, requests }))
     },
   )
 
@@ -232,14 +237,14 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/keys/:keyId/revoke',
     { schema: { params: KeyParams, body: RevokeKeyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const key = await findKeyOr404(account.id, request.params.keyId)
+      const { tenant, home } = accountContext(request)
+      const key = await findKeyOr404(tenant.id, request.params.keyId)
       await refuseMemberUnlessOwnReadOnly(request, key.apiKey)
       const now = deps.clock.now()
       // Never limited: revoking is what one does when a key leaks, and it makes no secret.
       const { pushed } = await revokeKey(deps, key, auditActorOf(request), now)
       warnIfNotPushed(request, key.apiKey.id, pushed)
-      return reply.redirect(`/app/${account.id}/settings/api?notice=revoked`, 303)
+      return reply.redirect(`${home}/settings/api?notice=revoked`, 303)
     },
   )
 
@@ -247,13 +252,13 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/keys/:keyId/roll',
     { schema: { params: KeyParams }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const { apiKey } = await findKeyOr404(account.id, request.params.keyId)
+      const { tenant, home } = accountContext(request)
+      const { apiKey } = await findKeyOr404(tenant.id, request.params.keyId)
       await refuseMemberUnlessOwnReadOnly(request, apiKey)
       if (keyState(apiKey, deps.clock.now()) !== 'active') {
         throw new AppError('not_found', 'This key cannot be rolled.')
       }
-      return render(request, reply, (c) => rollKeyPage(c, { accountId: account.id, key: apiKey }))
+      return render(request, reply, (c) => rollKeyPage(c, { home, key: apiKey }))
     },
   )
 
@@ -261,8 +266,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/keys/:keyId/roll',
     { schema: { params: KeyParams, body: RollKeyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const old = await findKeyOr404(account.id, request.params.keyId)
+      const { tenant, home } = accountContext(request)
+      const old = await findKeyOr404(tenant.id, request.params.keyId)
       await refuseMemberUnlessOwnReadOnly(request, old.apiKey)
       const { overlap, confirm } = formValues(request, ROLL_KEY_FIELDS)
       const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
@@ -271,13 +276,13 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       }
       // "Now" ends the live key in one step: it is confirmed first, like a revoke.
       if (overlapMs === 0 && confirm !== 'yes') {
-        return render(request, reply, (c) => rollNowConfirmPage(c, { accountId: account.id, key: old.apiKey }))
+        return render(request, reply, (c) => rollNowConfirmPage(c, { home, key: old.apiKey }))
       }
       const now = deps.clock.now()
       await checkKeyIssueBudget(request, now)
       const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, auditActorOf(request), now)
       warnIfNotPushed(request, old.apiKey.id, pushed)
-      const page = createdPath(account.id, apiKey.id)
+      const page = createdPath(home, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)
       return reply.redirect(`${page}?rolled_from=${old.apiKey.id}`, 303)
     },

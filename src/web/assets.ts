@@ -15,11 +15,24 @@ details.menu summary { cursor:pointer; padding:.3rem .6rem; border:1px solid var
 details.menu > ul { position:absolute; z-index:10; top:calc(100% + .3rem); margin:0; padding:.3rem 0; list-style:none; background:#fff; border:1px solid var(--line); border-radius:8px; box-shadow:0 4px 16px rgba(0,0,0,.1); min-width:13rem; max-width:calc(100vw - 2rem); }
 details.menu li { padding:.35rem .8rem; overflow-wrap:anywhere; } details.menu form { margin:0; }
 details.account-menu > ul { left:0; } details.user-menu { margin-left:auto; } details.user-menu > ul { right:0; }
+/* Test mode is unmistakable: an orange rule under the header, a banner, the switch on. */
+body.test-mode header { border-bottom:3px solid #c2410c; }
+.test-banner { background:#fff1e6; color:#7c2d12; border-top:1px solid #fdba74; padding:.4rem 1rem; text-align:center; font-size:.92rem; }
+a.switch { margin-left:auto; display:inline-flex; align-items:center; gap:.45rem; color:var(--muted); text-decoration:none; padding:.35rem .2rem; white-space:nowrap; }
+a.switch .track { width:2rem; height:1.1rem; border-radius:999px; background:var(--line); position:relative; flex:none; }
+a.switch .track::after { content:""; position:absolute; top:.15rem; left:.15rem; width:.8rem; height:.8rem; border-radius:50%; background:#fff; box-shadow:0 1px 2px rgba(0,0,0,.3); }
+a.switch[aria-checked="true"] { color:#7c2d12; font-weight:600; }
+a.switch[aria-checked="true"] .track { background:#c2410c; } a.switch[aria-checked="true"] .track::after { left:1.05rem; }
+nav.subnav { display:flex; gap:.4rem; margin:-.4rem 0 1rem; }
+nav.subnav a { padding:.3rem .8rem; border-radius:999px; border:1px solid var(--line); color:var(--muted); text-decoration:none; background:#fff; }
+nav.subnav a[aria-current="page"] { color:#fff; background:var(--accent); border-color:var(--accent); }
 nav.tabs { display:flex; flex-wrap:wrap; gap:.2rem 1.4rem; border-bottom:1px solid var(--line); margin:-.5rem 0 1.2rem; }
 main { max-width:1100px; margin:1.5rem auto; padding:0 1rem; }
 h1 { font-size:1.5rem; margin:.2rem 0 1rem; } h2 { font-size:1.15rem; margin:2rem 0 .6rem; }
-/* A long unbroken value (a key name, a URL, a name) wraps instead of widening its table or heading past the page. */
+/* A long unbroken value (a key name, a URL, a name) wraps instead of widening its table or heading past the
+   page; a column stays wide enough that a short word ("Never", "active") is never broken. */
 h1, h2, p, td, th, dd, li { overflow-wrap:anywhere; }
+td, th { min-width:5.5rem; } td.actions, th.actions { min-width:0; }
 .card { background:#fff; border:1px solid var(--line); border-radius:8px; padding:1rem 1.2rem; margin-bottom:1rem; }
 .narrow { max-width:28rem; margin:3rem auto; }
 label { display:block; font-weight:600; margin:.7rem 0 .2rem; }
@@ -28,7 +41,7 @@ input[type=text],input[type=email],input[type=password],input[type=search],input
 input:focus,select:focus,button:focus,a:focus { outline:3px solid #9db6f5; outline-offset:1px; }
 button,.button { display:inline-block; padding:.45rem .9rem; border-radius:6px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary,.button.secondary { background:#fff; color:var(--accent); }
-button.danger { background:var(--danger); border-color:var(--danger); }
+button.danger,.button.danger { background:var(--danger); border-color:var(--danger); color:#fff; }
 .inline { display:inline; } .row { display:flex; gap:.6rem; align-items:flex-end; flex-wrap:wrap; } .row > * { flex:1; min-width:10rem; }
 .row > .shrink { flex:0 0 auto; min-width:0; }
 table { width:100%; border-collapse:collapse; background:#fff; }
@@ -71,7 +84,7 @@ svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }
   table.cards thead { position:absolute; width:1px; height:1px; overflow:hidden; clip:rect(0,0,0,0); }
   table.cards, table.cards tbody, table.cards tr, table.cards td { display:block; }
   table.cards tr { background:#fff; border:1px solid var(--line); border-radius:8px; padding:.4rem 0; margin-bottom:.6rem; }
-  table.cards td { border:0; padding:.2rem .8rem; overflow-wrap:anywhere; white-space:normal; }
+  table.cards td { border:0; padding:.2rem .8rem; overflow-wrap:anywhere; white-space:normal; min-width:0; }
   table.cards td[data-label]::before { content:attr(data-label); display:inline-block; min-width:7rem; margin-right:.4rem; color:var(--muted); font:600 .85rem/1.5 system-ui,-apple-system,"Segoe UI",sans-serif; }
   table.cards caption { display:block; text-align:left; margin-bottom:.4rem; }
   table.cards td:first-child { font-weight:600; }
@@ -84,8 +97,24 @@ svg.usage rect { fill:var(--accent); } svg.usage rect.zero { fill:var(--line); }
 }
 `
 
-/** The copy button: the page works without it, so it is the only script. */
+/**
+ * The copy button, and the header's menus: one open at a time, closed by Escape. The pages work
+ * without it.
+ */
 export const APP_JS = `
+var menus = document.querySelectorAll('details.menu');
+menus.forEach(function (menu) {
+  menu.addEventListener('toggle', function () {
+    if (!menu.open) return;
+    menus.forEach(function (other) { if (other !== menu) other.open = false; });
+  });
+});
+document.addEventListener('keydown', function (event) {
+  if (event.key !== 'Escape') return;
+  menus.forEach(function (menu) {
+    if (menu.open) { menu.open = false; menu.querySelector('summary').focus(); }
+  });
+});
 document.querySelectorAll('[data-copy]').forEach(function (button) {
   button.hidden = false;
   button.addEventListener('click', function () {

@@ -46,29 +46,29 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
       csvWorker.ownConnection ? csvWorker.exportPage(accountId, afterId) : readExportPage(db, accountId, afterId)
 
   app.get('/contacts/export.csv', async (request, reply) => {
-    const { account } = accountContext(request)
+    const { tenant } = accountContext(request)
     return reply
       .type('text/csv; charset=utf-8')
       .header('content-disposition', 'attachment; filename="contacts.csv"')
       .header('cache-control', 'no-store')
-      .send(exportContactsCsv(exportPages(account.id)))
+      .send(exportContactsCsv(exportPages(tenant.id)))
   })
 
-  const importView = (accountId: string) => ({
-    accountId,
+  const importView = (home: string) => ({
+    home,
     columns: CSV_COLUMNS,
     maxRows: IMPORT_MAX_ROWS,
     maxMiB: IMPORT_MAX_BYTES / 1024 / 1024,
   })
 
   app.get('/contacts/import', async (request, reply) => {
-    const { account } = accountContext(request)
-    return render(request, reply, (c) => importPage(c, importView(account.id)))
+    const { home } = accountContext(request)
+    return render(request, reply, (c) => importPage(c, importView(home)))
   })
 
   app.post('/contacts/import', { config: { acceptsFile: true } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const view = importView(account.id)
+    const { tenant, home } = accountContext(request)
+    const view = importView(home)
     const refuse = (status: number, formError: string) =>
       render(request, reply, (c) => importPage(c, { ...view, formError }), status)
     // A urlencoded post passed the CSRF check (web.routes.ts) but carries no file.
@@ -118,7 +118,7 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
 
     const at = deps.clock.now()
     const hourAgo = new Date(at.getTime() - 3600_000).toISOString()
-    if ((await countImportsSince(db, account.id, hourAgo)) >= deps.config.imports.perHour) {
+    if ((await countImportsSince(db, tenant.id, hourAgo)) >= deps.config.imports.perHour) {
       return refuse(
         429,
         `This account has started ${deps.config.imports.perHour} imports in the last hour, its limit: try again later.`,
@@ -136,40 +136,40 @@ export const contactsCsvRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: 
           }),
         409,
       )
-    const running = await findUnfinishedImportId(db, account.id)
+    const running = await findUnfinishedImportId(db, tenant.id)
     if (running !== undefined) {
       return refuseRunning(running)
     }
     // No unfinished job: whatever parts are an hour old belong to no job.
-    await deleteStrayImportParts(db, account.id, hourAgo)
+    await deleteStrayImportParts(db, tenant.id, hourAgo)
     const id = newId('contactImport')
     const now = at.toISOString()
     // The parts first, the job's row last: a runner claims only a job whose file is whole.
-    await writeImportFile(db, account.id, id, file, now)
+    await writeImportFile(db, tenant.id, id, file, now)
     try {
-      await insertImport(db, account.id, { id, fileName: fileName.slice(0, FILE_NAME_MAX), now })
+      await insertImport(db, tenant.id, { id, fileName: fileName.slice(0, FILE_NAME_MAX), now })
     } catch (error) {
-      await deleteImportFile(db, account.id, id)
+      await deleteImportFile(db, tenant.id, id)
       if (!isUniqueViolation(error)) {
         throw error
       }
       // One unfinished import per account (a partial unique index): another upload won the race.
-      return refuseRunning(await findUnfinishedImportId(db, account.id))
+      return refuseRunning(await findUnfinishedImportId(db, tenant.id))
     }
     deps.imports.wake()
-    return reply.redirect(`/app/${account.id}/contacts/imports/${id}`, 303)
+    return reply.redirect(`${home}/contacts/imports/${id}`, 303)
   })
 
   app.get('/contacts/imports/:importId', { schema: { params: ImportParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const job = await findImport(db, account.id, request.params.importId)
+    const { tenant, home } = accountContext(request)
+    const job = await findImport(db, tenant.id, request.params.importId)
     if (!job) {
       throw new AppError('not_found', 'No import with this id exists in this account.')
     }
     if (!isFinished(job.state)) {
       reply.header('refresh', String(REFRESH_S))
     }
-    return render(request, reply, (c) => importJobPage(c, { ...importView(account.id), job }))
+    return render(request, reply, (c) => importJobPage(c, { ...importView(home), job }))
   })
 }
 

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { multipart, type Part, signUp as signUpClient } from '../../test/web-client.js'
+import { liveTenant } from '../accounts/tenant.js'
 import type { Contact, ContactInput } from '../contacts/contacts.schemas.js'
 
 interface Session {
@@ -74,7 +75,7 @@ describe.each(testDialects())('CSV import job on %s', (dialect) => {
       ),
     ].map((m) => [m[1], m[2], m[3], m[4]])
 
-  const seed = (s: Session, input: ContactInput) => t.deps.contacts.create(s.accountId, input)
+  const seed = (s: Session, input: ContactInput) => t.deps.contacts.create(liveTenant(s.accountId), input)
   /** Everything an account has stored, to prove a refused import changed nothing. */
   const snapshot = async (s: Session) => ({
     contacts: await t.db

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { multipart, signUp as signUpClient } from '../../test/web-client.js'
+import { liveTenant } from '../accounts/tenant.js'
 import { buildApp } from '../app.js'
 import { CSV_COLUMNS, exportContactsCsv, readExportPage } from '../contacts/contacts.csv-export.js'
 import { parseStoredContact } from '../contacts/contacts.js'
@@ -54,7 +55,7 @@ describe.each(testDialects())('contacts pages on %s', (dialect) => {
       cookies: { sid: s.cookie },
       ...urlencoded(csrf === null ? fields : { _csrf: csrf, ...fields }),
     })
-  const seed = (s: Session, input: ContactInput) => t.deps.contacts.create(s.accountId, input)
+  const seed = (s: Session, input: ContactInput) => t.deps.contacts.create(liveTenant(s.accountId), input)
   const stored = async (s: Session, id: string) => {
     const body = await findStoredBody(t.db, 'contacts', s.accountId, id)
     return body === undefined ? undefined : parseStoredContact(body)

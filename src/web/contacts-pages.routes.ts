@@ -6,6 +6,7 @@ import { Type } from '@sinclair/typebox'
 import { TypeCompiler } from '@sinclair/typebox/compiler'
 import { ValueErrorType } from '@sinclair/typebox/errors'
 import type { FastifyRequest } from 'fastify'
+import type { Tenant } from '../accounts/tenant.js'
 import { contactFieldsAsText, parseStoredContact } from '../contacts/contacts.js'
 import { listContactRows } from '../contacts/contacts.list-query.js'
 import { checkContactInput, ruleErrors } from '../contacts/contacts.messages.js'
@@ -97,10 +98,10 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   { deps, render },
 ) => {
   const { db } = deps.database
-  const base = (accountId: string) => `/app/${accountId}/contacts`
+  const base = (home: string) => `${home}/contacts`
 
-  async function findContactOr404(accountId: string, id: string): Promise<Contact> {
-    const body = await findStoredBody(db, 'contacts', accountId, id)
+  async function findContactOr404(tenant: Tenant, id: string): Promise<Contact> {
+    const body = await findStoredBody(db, 'contacts', tenant.id, id)
     if (body === undefined) {
       throw notFound()
     }
@@ -108,10 +109,9 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   }
 
   app.get('/contacts', { schema: { querystring: ContactsListQuery } }, async (request, reply) => {
-    const { account } = accountContext(request)
+    const { tenant, home } = accountContext(request)
     const { query } = request
-    const bad = (message: string) =>
-      render(request, reply, (c) => badListRequestPage(c, { accountId: account.id, message }), 400)
+    const bad = (message: string) => render(request, reply, (c) => badListRequestPage(c, { home, message }), 400)
 
     const filters: { q?: string; tag?: string; after?: string } = {}
     for (const name of ['q', 'tag', 'after'] as const) {
@@ -136,7 +136,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     }
     const { q, tag, after } = filters
     // The API's scope for the same query (order defaults to asc), so a cursor means the same in both.
-    const scope: CursorScope = { list: 'contacts', accountId: account.id, filters: { order: 'asc', q, tag } }
+    const scope: CursorScope = { list: 'contacts', accountId: tenant.id, filters: { order: 'asc', q, tag } }
     let afterId: string | undefined
     try {
       afterId = after === undefined ? undefined : decodeCursor(deps.secret, scope, after)
@@ -150,7 +150,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
     }
     // Bounded like the API's list: a search examines at most a window of contacts per page, so a
     // page may be short, even empty, with a next link that continues the search.
-    const { rows, scannedTo } = await listContactRows(db, account.id, {
+    const { rows, scannedTo } = await listContactRows(db, tenant.id, {
       order: 'asc',
       ...(q === undefined ? {} : { q }),
       ...(tag === undefined ? {} : { tag }),
@@ -170,13 +170,13 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
         params.set('after', cursor)
       }
       const search = params.toString()
-      return search ? `${base(account.id)}?${search}` : base(account.id)
+      return search ? `${base(home)}?${search}` : base(home)
     }
     const last = page[page.length - 1]
     const notice = noticeOf(NOTICES, query.notice)
     return render(request, reply, (c) =>
       contactsListPage(c, {
-        accountId: account.id,
+        home,
         contacts: page.map((row) => parseStoredContact(row.body)),
         q: q ?? '',
         tag: tag ?? '',
@@ -192,9 +192,9 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   })
 
   app.get('/contacts/new', async (request, reply) => {
-    const { account } = accountContext(request)
+    const { home } = accountContext(request)
     const values = Object.fromEntries(CONTACT_FORM_FIELDS.map((name) => [name, ''])) as ContactFormValues
-    return render(request, reply, (c) => contactFormPage(c, { accountId: account.id, values }))
+    return render(request, reply, (c) => contactFormPage(c, { home, values }))
   })
 
   /**
@@ -204,7 +204,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   async function saveContact(
     request: FastifyRequest,
     reply: Parameters<Render>[1],
-    accountId: string,
+    home: string,
     contact: Contact | undefined,
     save: (input: ContactInput) => Promise<unknown>,
   ): Promise<boolean> {
@@ -216,7 +216,7 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
         reply,
         (c) =>
           contactFormPage(c, {
-            accountId,
+            home,
             values,
             errors,
             ...(contact ? { contact } : {}),
@@ -253,51 +253,47 @@ export const contactsPagesRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render
   }
 
   app.post('/contacts', { schema: { body: ContactForm }, attachValidation: true }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const saved = await saveContact(request, reply, account.id, undefined, (input) =>
-      deps.contacts.create(account.id, input),
-    )
-    return saved ? reply.redirect(`${base(account.id)}?notice=created`, 303) : reply
+    const { tenant, home } = accountContext(request)
+    const saved = await saveContact(request, reply, home, undefined, (input) => deps.contacts.create(tenant, input))
+    return saved ? reply.redirect(`${base(home)}?notice=created`, 303) : reply
   })
 
   app.get('/contacts/:id', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const contact = await findContactOr404(account.id, request.params.id)
-    return render(request, reply, (c) =>
-      contactFormPage(c, { accountId: account.id, contact, values: contactFormValues(contact) }),
-    )
+    const { tenant, home } = accountContext(request)
+    const contact = await findContactOr404(tenant, request.params.id)
+    return render(request, reply, (c) => contactFormPage(c, { home, contact, values: contactFormValues(contact) }))
   })
 
   app.post(
     '/contacts/:id',
     { schema: { params: ContactParams, body: ContactForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      const contact = await findContactOr404(account.id, request.params.id)
-      const saved = await saveContact(request, reply, account.id, contact, async (input) => {
-        if (!(await deps.contacts.update(account.id, contact.id, input))) {
+      const { tenant, home } = accountContext(request)
+      const contact = await findContactOr404(tenant, request.params.id)
+      const saved = await saveContact(request, reply, home, contact, async (input) => {
+        if (!(await deps.contacts.update(tenant, contact.id, input))) {
           throw notFound()
         }
       })
-      return saved ? reply.redirect(`${base(account.id)}?notice=updated`, 303) : reply
+      return saved ? reply.redirect(`${base(home)}?notice=updated`, 303) : reply
     },
   )
 
   app.get('/contacts/:id/delete', { schema: { params: ContactParams } }, async (request, reply) => {
-    const { account } = accountContext(request)
-    const contact = await findContactOr404(account.id, request.params.id)
-    return render(request, reply, (c) => deleteContactPage(c, { accountId: account.id, contact }))
+    const { tenant, home } = accountContext(request)
+    const contact = await findContactOr404(tenant, request.params.id)
+    return render(request, reply, (c) => deleteContactPage(c, { home, contact }))
   })
 
   app.post(
     '/contacts/:id/delete',
     { schema: { params: ContactParams, body: DeleteContactForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      if (!(await deps.contacts.remove(account.id, request.params.id))) {
+      const { tenant, home } = accountContext(request)
+      if (!(await deps.contacts.remove(tenant, request.params.id))) {
         throw notFound()
       }
-      return reply.redirect(`${base(account.id)}?notice=deleted`, 303)
+      return reply.redirect(`${base(home)}?notice=deleted`, 303)
     },
   )
 }

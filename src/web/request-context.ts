@@ -3,6 +3,7 @@
 import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { Account } from '../accounts/accounts.store.js'
+import { type Tenant, tenantOf } from '../accounts/tenant.js'
 import type { AuditActor } from '../audit/audit.js'
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
@@ -17,6 +18,7 @@ interface WebRequestState {
   memberships?: AccountMembership[]
   account?: Account
   role?: AccountMembership['role']
+  tenant?: Tenant
 }
 
 // Beside the request rather than decorated onto it, like the API's auth context (http/auth.ts).
@@ -61,7 +63,7 @@ export const AccountParams = Type.Object({ accountId: Type.String() })
  * Adds the hook that lets only the account's members in: to anyone else its pages are a 404. It
  * reads the memberships requireSignIn loaded for this request, so the scope must be behind it.
  */
-export function requireMembership(scope: FastifyInstance): void {
+export function requireMembership(scope: FastifyInstance, livemode: boolean): void {
   // Before validation, so a page's input checks tell a non-member nothing about the account.
   scope.addHook<{ Params: Static<typeof AccountParams> }>('preValidation', async (request) => {
     const state = stateOf(request)
@@ -70,9 +72,14 @@ export function requireMembership(scope: FastifyInstance): void {
       throw new AppError('not_found', 'Not a member of this account.')
     }
     state.account = membership.account
+    // A member has the same role in the account's test mode.
     state.role = membership.role
+    state.tenant = tenantOf(membership.account.id, livemode)
   })
 }
+
+/** The root path of a tenant's pages: /app/{account} in live mode, /app/{account}/test in test mode. */
+export const homeOf = (tenant: Tenant): string => `/app/${tenant.accountId}${tenant.livemode ? '' : '/test'}`
 
 export const sessionUser = (request: FastifyRequest): User | undefined => stateOf(request).user
 
@@ -94,15 +101,19 @@ export interface AccountContext {
   user: User
   account: Account
   role: AccountMembership['role']
+  /** The account in this page's mode: whose data the page shows and changes. */
+  tenant: Tenant
+  /** The root path of this page's mode (homeOf). */
+  home: string
 }
 
 /** The signed-in person and the account of a page behind requireMembership, with their role in it. */
 export function accountContext(request: FastifyRequest): AccountContext {
-  const { user, account, role } = stateOf(request)
-  if (!user || !account || !role) {
+  const { user, account, role, tenant } = stateOf(request)
+  if (!user || !account || !role || !tenant) {
     throw new Error(`route ${request.url} is not behind requireMembership`)
   }
-  return { user, account, role }
+  return { user, account, role, tenant, home: homeOf(tenant) }
 }
 
 /** The signed-in person of an account's page as the audit log names an actor. */
@@ -113,12 +124,13 @@ export const auditActorOf = (request: FastifyRequest): AuditActor => ({
 
 /** What the page frame shows of this request: the person, their accounts, the current account. */
 export function pageContext(request: FastifyRequest, csrf: string): PageContext {
-  const { user, memberships, account, role } = stateOf(request)
+  const { user, memberships, account, role, tenant } = stateOf(request)
   return {
     csrf,
     ...(user ? { user } : {}),
     ...(memberships ? { memberships } : {}),
     ...(account ? { account } : {}),
     ...(role ? { role } : {}),
+    ...(tenant ? { tenant } : {}),
   }
 }

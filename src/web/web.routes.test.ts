@@ -556,7 +556,7 @@ describe.each(testDialects())('web app on %s', (dialect) => {
       )
       expect(JSON.parse(log[1]?.detail ?? '{}')).toMatchObject({ name: 'Production', new_key_id: newKeyId })
       const page = (await client.get(`/app/${accountId}/settings/api`)).body
-      expect(page).toContain('Recent activity')
+      expect(page).toContain('Key activity')
       expect([...page.matchAll(/<td[^>]*>(Key (?:created|rolled|revoked))<\/td>/g)].map((m) => m[1])).toEqual([
         'Key revoked',
         'Key rolled',

@@ -21,6 +21,7 @@ import { createRender } from './render.js'
 import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
 import { crossOriginReason, originOf, SAFE_METHODS } from './same-origin.js'
 import { isValidCsrf } from './session.js'
+import { testDataRoutes } from './test-data.routes.js'
 import { webhooksSettingsRoutes } from './webhooks-settings.routes.js'
 
 export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }): Promise<void> {
@@ -167,18 +168,31 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       )
       await signedIn.register(accountsPagesRoutes, { deps, render })
 
-      // Every page of an account checks that the signed-in person belongs to it; if not, 404.
+      // Every page of an account checks that the signed-in person belongs to it; if not, 404. The
+      // pages of a mode's data are served in both modes, test mode under /test; members and
+      // sessions belong to the account and are served once.
+      const modePages = async (scope: FastifyInstance) => {
+        await scope.register(apiSettingsRoutes, { deps, render, cookieOptions })
+        await scope.register(webhooksSettingsRoutes, { deps, render, cookieOptions })
+        await scope.register(contactsPagesRoutes, { deps, render })
+        await scope.register(contactsCsvRoutes, { deps, render })
+      }
       await signedIn.register(
         async (accountScope) => {
-          requireMembership(accountScope)
-          await accountScope.register(apiSettingsRoutes, { deps, render, cookieOptions })
-          await accountScope.register(webhooksSettingsRoutes, { deps, render, cookieOptions })
-          await accountScope.register(contactsPagesRoutes, { deps, render })
-          await accountScope.register(contactsCsvRoutes, { deps, render })
+          requireMembership(accountScope, true)
+          await modePages(accountScope)
           await accountScope.register(membersRoutes, { deps, render, cookieOptions })
           await accountScope.register(accountSessionsRoutes, { deps, render })
         },
         { prefix: '/:accountId' },
+      )
+      await signedIn.register(
+        async (testScope) => {
+          requireMembership(testScope, false)
+          await modePages(testScope)
+          await testScope.register(testDataRoutes, { deps, render })
+        },
+        { prefix: '/:accountId/test' },
       )
     },
     { prefix: '/app' },

@@ -33,14 +33,14 @@ export const webhookDeliveriesSettingsRoutes: FastifyPluginAsyncTypebox<{
     extra: { notice?: string; error?: string },
     status = 200,
   ) {
-    const { account } = accountContext(request)
-    const row = await requireEndpoint(db, account.id, params.endpointId)
-    const delivery = await findDelivery(db, account.id, row.id, params.deliveryId)
+    const { tenant, home } = accountContext(request)
+    const row = await requireEndpoint(db, tenant.id, params.endpointId)
+    const delivery = await findDelivery(db, tenant.id, row.id, params.deliveryId)
     if (!delivery) {
       throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
     }
     const body = await findDeliveryBody(db, delivery)
-    const page = { accountId: account.id, endpoint: toEndpoint(row), delivery: toDelivery(delivery), body, ...extra }
+    const page = { home, endpoint: toEndpoint(row), delivery: toDelivery(delivery), body, ...extra }
     return render(request, reply, (c) => deliveryPage(c, page), status)
   }
 
@@ -57,18 +57,18 @@ export const webhookDeliveriesSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/deliveries/:deliveryId/retry',
     { schema: { params: DeliveryParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
+      const { tenant, home } = accountContext(request)
       const { endpointId, deliveryId } = request.params
       try {
         const now = deps.clock.now()
-        await retryEndpointDelivery(deps.webhooks, account.id, endpointId, deliveryId, auditActorOf(request), now)
+        await retryEndpointDelivery(deps.webhooks, tenant.id, endpointId, deliveryId, auditActorOf(request), now)
       } catch (error) {
         if (!(error instanceof AppError) || error.code === 'not_found') {
           throw error
         }
         return showDelivery(request, reply, request.params, { error: error.message }, 409)
       }
-      const deliveryUrl = `/app/${account.id}/settings/api/webhooks/${endpointId}/deliveries/${deliveryId}`
+      const deliveryUrl = `${home}/settings/api/webhooks/${endpointId}/deliveries/${deliveryId}`
       return reply.redirect(`${deliveryUrl}?notice=resent`, 303)
     },
   )

@@ -95,7 +95,7 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
       .execute()
     expect(endpoints).toHaveLength(1)
 
-    const page = await client.get(settings(accountId))
+    const page = await client.get(hooks(accountId))
     expect(page.body).toContain(HOOK_URL)
     expect(page.body).toContain('CRM sync')
     expect(page.body).toContain('All events')
@@ -149,7 +149,7 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
       [true, ['*'], 'CRM sync'],
       [false, ['contact.created', 'contact.deleted'], null],
     ])
-    const page = await client.get(settings(accountId))
+    const page = await client.get(hooks(accountId))
     expect(page.body).toContain('contact.created, contact.deleted')
   })
 
@@ -428,7 +428,7 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     expect(await endpointRow(accountId, endpointId)).toBeDefined()
     const deleted = await client.post(`${hooks(accountId)}/${endpointId}/delete`, {})
     expect(deleted.statusCode).toBe(303)
-    expect(deleted.headers.location).toBe(`${settings(accountId)}?notice=endpoint-deleted`)
+    expect(deleted.headers.location).toBe(`${hooks(accountId)}?notice=endpoint-deleted`)
     expect(await endpointRow(accountId, endpointId)).toBeUndefined()
     const page = await client.get(String(deleted.headers.location))
     expect(page.body).toContain('The webhook endpoint was deleted.')
@@ -451,9 +451,16 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     const page = await member.client.get(settings(owner.accountId))
     expect(page.statusCode).toBe(200)
     expect(page.body).not.toContain(HOOK_URL)
-    expect(page.body).toContain('Only owners and admins of this account manage webhook endpoints')
+    expect(page.body).toContain('owners and admins of this account manage the endpoints')
+    expect(page.body).not.toContain(`href="${hooks(owner.accountId)}"`)
     const base = `${hooks(owner.accountId)}/${endpointId}`
-    for (const url of [`${hooks(owner.accountId)}/new`, base, `${base}/delete`, `${base}/secret`]) {
+    for (const url of [
+      hooks(owner.accountId),
+      `${hooks(owner.accountId)}/new`,
+      base,
+      `${base}/delete`,
+      `${base}/secret`,
+    ]) {
       const res = await member.client.get(url)
       expect(res.statusCode, url).toBe(403)
       expect(res.body).not.toContain(HOOK_URL)
@@ -483,7 +490,7 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
       .where('email_lower', '=', 'hooks-admin@example.com')
       .executeTakeFirstOrThrow()
     await addMembership(t.db, owner.accountId, adminUser.id, 'admin', clock.now())
-    expect((await admin.client.get(settings(owner.accountId))).body).toContain(HOOK_URL)
+    expect((await admin.client.get(hooks(owner.accountId))).body).toContain(HOOK_URL)
     await addEndpoint(admin.client, owner.accountId, 'https://hooks.example.com/admin')
   })
 

@@ -4,6 +4,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { tenantById } from '../accounts/tenant.js'
+import { listAudit, WEBHOOK_ACTIONS } from '../audit/audit.js'
 import type { Db } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { EVENT_TYPES } from '../events/events.js'
@@ -31,6 +33,7 @@ import {
 import { type EndpointRow, findEndpoint, listEndpointRows } from '../webhooks/endpoints.store.js'
 import { FormBody, formField, formValues } from './forms.js'
 import { NoticeQuery, noticeOf } from './notices.js'
+import { ACTIVITY_SHOWN } from './pages/activity.js'
 import { errorPage } from './pages/layout.js'
 import {
   deleteEndpointPage,
@@ -40,9 +43,10 @@ import {
   rollNowConfirmPage,
   type SECRET_OVERLAP_CHOICES,
   secretOncePage,
+  webhooksListPage,
 } from './pages/webhooks-pages.js'
 import type { Render } from './render.js'
-import { type AccountContext, accountContext, auditActorOf } from './request-context.js'
+import { type AccountContext, accountContext, auditActorOf, homeOf } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
 import { webhookDeliveriesSettingsRoutes } from './webhook-deliveries-settings.routes.js'
@@ -57,6 +61,8 @@ export async function listAccountEndpoints(db: Db, accountId: string): Promise<W
 }
 
 const RECENT_DELIVERIES = 25
+/** Seconds between reloads of an endpoint's page while one of its deliveries is pending. */
+const PENDING_REFRESH_S = 2
 /** How long the old secret still signs, per choice of the roll form. */
 const OVERLAP_SECONDS = { now: 0, '1h': 3600, '24h': 86_400, '7d': 604_800 } as const satisfies Record<
   keyof typeof SECRET_OVERLAP_CHOICES,
@@ -68,6 +74,8 @@ const NOTICES = new Map([
   ['test-sent', 'A webhook.test event is queued for this endpoint.'],
   ['deleted', 'The webhook endpoint was deleted.'],
 ])
+
+const LIST_NOTICES = new Map([['endpoint-deleted', 'The webhook endpoint was deleted.']])
 
 const EndpointParams = Type.Object({ accountId: Type.String(), endpointId: Type.String() })
 const CREATE_FIELDS = ['url', 'description'] as const
@@ -85,7 +93,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
 }> = async (app, { deps, render, cookieOptions }) => {
   const { db } = deps.database
   const secretOnce = createSecretOnce(deps.secret, cookieOptions)
-  const prefix = (accountId: string) => `/app/${accountId}/settings/api/webhooks`
+  const prefix = (home: string) => `${home}/settings/api/webhooks`
 
   // Before any handler: a member reads nothing here and changes nothing (the CSRF check ran earlier).
   app.addHook('preHandler', async (request, reply) => {
@@ -99,10 +107,10 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     }
   })
 
-  /** The page's account and endpoint, or the 404 page. */
+  /** The page's tenant, its root path and the endpoint, or the 404 page. */
   async function endpointOf(request: FastifyRequest, endpointId: string) {
-    const { account } = accountContext(request)
-    return { account, row: await requireEndpoint(db, account.id, endpointId) }
+    const { tenant, home } = accountContext(request)
+    return { tenant, home, row: await requireEndpoint(db, tenant.id, endpointId) }
   }
 
   /** The previous secret's end, while it still signs. */
@@ -123,12 +131,17 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     const now = deps.clock.now()
     const rows = await listDeliveryRows(db, row.account_id, row.id, { afterId: undefined, fetch: RECENT_DELIVERIES })
     const deliveries = rows.map((r) => JSON.parse(r.body) as WebhookDelivery)
+    // A delivery not yet attempted is attempted within moments: the page follows it by itself (not
+    // a page answering a post, such as a revealed secret, which a reload would take away).
+    if (request.method === 'GET' && deliveries.some((delivery) => delivery.status === 'pending')) {
+      reply.header('refresh', String(PENDING_REFRESH_S))
+    }
     return render(
       request,
       reply,
       (c) =>
         endpointPage(c, {
-          accountId: row.account_id,
+          home: accountContext(request).home,
           endpoint: toEndpoint(row),
           deliveries,
           oldSecretUntil: oldSecretUntil(row, now),
@@ -158,28 +171,42 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   /** Redirects to the page that shows a new secret once. */
   function redirectToSecret(request: FastifyRequest, reply: FastifyReply, row: EndpointRow, secret: string) {
-    const page = `${prefix(row.account_id)}/${row.id}/secret`
+    const page = `${prefix(homeOf(tenantById(row.account_id)))}/${row.id}/secret`
     secretOnce.put(request, reply, page, row.id, secret, deps.clock.now())
     return reply.redirect(page, 303)
   }
 
+  app.get(
+    '/settings/api/webhooks',
+    { schema: { querystring: NoticeQuery }, attachValidation: true },
+    async (request, reply) => {
+      const { tenant, home } = accountContext(request)
+      const [endpoints, activity] = await Promise.all([
+        listAccountEndpoints(db, tenant.id),
+        listAudit(db, tenant.id, ACTIVITY_SHOWN, WEBHOOK_ACTIONS),
+      ])
+      const notice = noticeOf(LIST_NOTICES, request.query.notice)
+      return render(request, reply, (c) => webhooksListPage(c, { home, endpoints, activity, notice }))
+    },
+  )
+
   app.get('/settings/api/webhooks/new', async (request, reply) => {
-    const { account } = accountContext(request)
-    return render(request, reply, (c) => newEndpointPage(c, { accountId: account.id }))
+    const { home } = accountContext(request)
+    return render(request, reply, (c) => newEndpointPage(c, { home }))
   })
 
   app.post(
     '/settings/api/webhooks',
     { schema: { body: CreateForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
+      const { tenant, home } = accountContext(request)
       const fields = formValues(request, CREATE_FIELDS)
       const url = fields.url.trim()
       const description = fields.description.trim()
       const events = checkedEvents(formField(request.body, 'events'))
       const values: EndpointFormValues = { url: fields.url, description: fields.description, events: events.checked }
       const again = (problem: { error?: string; urlError?: string }, status: number) =>
-        render(request, reply, (c) => newEndpointPage(c, { accountId: account.id, values, ...problem }), status)
+        render(request, reply, (c) => newEndpointPage(c, { home, values, ...problem }), status)
       if (url.length === 0 || url.length > ENDPOINT_URL_MAX) {
         return again({ urlError: `Enter the endpoint’s https URL (at most ${ENDPOINT_URL_MAX} characters).` }, 400)
       }
@@ -192,7 +219,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
       try {
         const { endpoint, secret } = await createEndpoint(
           deps.webhooks,
-          account.id,
+          tenant.id,
           { url, description: description === '' ? null : description, events: events.value },
           auditActorOf(request),
           deps.clock.now(),
@@ -213,12 +240,12 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/secret',
     { schema: { params: EndpointParams }, attachValidation: true },
     async (request, reply) => {
-      const { account, row } = await endpointOf(request, request.params.endpointId)
+      const { home, row } = await endpointOf(request, request.params.endpointId)
       const now = deps.clock.now()
-      const secret = secretOnce.take(request, reply, `${prefix(account.id)}/${row.id}/secret`, row.id, now)
+      const secret = secretOnce.take(request, reply, `${prefix(home)}/${row.id}/secret`, row.id, now)
       return render(request, reply, (c) =>
         secretOncePage(c, {
-          accountId: account.id,
+          home,
           endpoint: toEndpoint(row),
           secret,
           oldSecretUntil: oldSecretUntil(row, now),
@@ -241,10 +268,10 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/reveal',
     { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account, row } = await endpointOf(request, request.params.endpointId)
+      const { tenant, row } = await endpointOf(request, request.params.endpointId)
       const revealed = await revealEndpointSecret(
         deps.webhooks,
-        account.id,
+        tenant.id,
         row.id,
         auditActorOf(request),
         deps.clock.now(),
@@ -257,7 +284,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/roll',
     { schema: { params: EndpointParams, body: RollForm }, attachValidation: true },
     async (request, reply) => {
-      const { account, row } = await endpointOf(request, request.params.endpointId)
+      const { tenant, home, row } = await endpointOf(request, request.params.endpointId)
       const { overlap, confirm } = formValues(request, ROLL_FIELDS)
       if (!Object.hasOwn(OVERLAP_SECONDS, overlap)) {
         return showEndpoint(request, reply, row, { error: 'Choose when the old secret stops signing.' }, 400)
@@ -265,13 +292,11 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
       const seconds = OVERLAP_SECONDS[overlap as keyof typeof OVERLAP_SECONDS]
       // Rolling with no overlap breaks the receiver until it has the new secret: one more click.
       if (seconds === 0 && confirm !== 'yes') {
-        return render(request, reply, (c) =>
-          rollNowConfirmPage(c, { accountId: account.id, endpoint: toEndpoint(row) }),
-        )
+        return render(request, reply, (c) => rollNowConfirmPage(c, { home, endpoint: toEndpoint(row) }))
       }
       const { endpoint, secret } = await rollSecret(
         deps.webhooks,
-        account.id,
+        tenant.id,
         row.id,
         seconds,
         auditActorOf(request),
@@ -285,15 +310,15 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/status',
     { schema: { params: EndpointParams, body: StatusForm }, attachValidation: true },
     async (request, reply) => {
-      const { account, row } = await endpointOf(request, request.params.endpointId)
+      const { tenant, home, row } = await endpointOf(request, request.params.endpointId)
       const { status } = formValues(request, STATUS_FIELDS)
       if (status !== 'enabled' && status !== 'disabled') {
         return showEndpoint(request, reply, row, { error: 'Choose to enable or disable the endpoint.' }, 400)
       }
       const done = await orShowError(request, reply, row, () =>
-        changeEndpoint(deps.webhooks, account.id, row.id, { status }, auditActorOf(request), deps.clock.now()),
+        changeEndpoint(deps.webhooks, tenant.id, row.id, { status }, auditActorOf(request), deps.clock.now()),
       )
-      return done.ok ? reply.redirect(`${prefix(account.id)}/${row.id}?notice=${status}`, 303) : done.reply
+      return done.ok ? reply.redirect(`${prefix(home)}/${row.id}?notice=${status}`, 303) : done.reply
     },
   )
 
@@ -301,11 +326,11 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/test',
     { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account, row } = await endpointOf(request, request.params.endpointId)
+      const { tenant, home, row } = await endpointOf(request, request.params.endpointId)
       const done = await orShowError(request, reply, row, () =>
-        sendTestEvent(deps.webhooks, account.id, row.id, auditActorOf(request), deps.clock.now()),
+        sendTestEvent(deps.webhooks, tenant.id, row.id, auditActorOf(request), deps.clock.now()),
       )
-      return done.ok ? reply.redirect(`${prefix(account.id)}/${row.id}?notice=test-sent`, 303) : done.reply
+      return done.ok ? reply.redirect(`${prefix(home)}/${row.id}?notice=test-sent`, 303) : done.reply
     },
   )
 
@@ -313,8 +338,8 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/delete',
     { schema: { params: EndpointParams }, attachValidation: true },
     async (request, reply) => {
-      const { account, row } = await endpointOf(request, request.params.endpointId)
-      return render(request, reply, (c) => deleteEndpointPage(c, { accountId: account.id, endpoint: toEndpoint(row) }))
+      const { home, row } = await endpointOf(request, request.params.endpointId)
+      return render(request, reply, (c) => deleteEndpointPage(c, { home, endpoint: toEndpoint(row) }))
     },
   )
 
@@ -322,15 +347,9 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     '/settings/api/webhooks/:endpointId/delete',
     { schema: { params: EndpointParams, body: EmptyForm }, attachValidation: true },
     async (request, reply) => {
-      const { account } = accountContext(request)
-      await removeEndpoint(
-        deps.webhooks,
-        account.id,
-        request.params.endpointId,
-        auditActorOf(request),
-        deps.clock.now(),
-      )
-      return reply.redirect(`/app/${account.id}/settings/api?notice=endpoint-deleted`, 303)
+      const { tenant, home } = accountContext(request)
+      await removeEndpoint(deps.webhooks, tenant.id, request.params.endpointId, auditActorOf(request), deps.clock.now())
+      return reply.redirect(`${prefix(home)}?notice=endpoint-deleted`, 303)
     },
   )
 

@@ -1,5 +1,7 @@
 // Tenant-scoped delivery reads and the two ways a person adds an attempt: retry one delivery, or
 // send a test event. The worker's side is delivery-dispatch.ts, -claim.ts, -attempts.ts.
+
+import { tenantById } from '../accounts/tenant.js'
 import { purgeOlderThan } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow } from '../http/pagination.js'
@@ -98,6 +100,7 @@ export async function insertTestDelivery(
     payload: JSON.stringify({
       type: TEST_EVENT_TYPE,
       timestamp: at,
+      livemode: tenantById(accountId).livemode,
       data: { object: { object: 'webhook_endpoint', id: endpointId } },
     }),
     at,

@@ -1,7 +1,8 @@
 // Webhook deliveries as the API shows them: one per event and endpoint, with its last attempt.
 import { type Static, Type } from '@sinclair/typebox'
+import { tenantById } from '../accounts/tenant.js'
 import { EVENT_TYPES } from '../events/events.js'
-import { ListQuery, Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
+import { ListQuery, Livemode, Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
 
@@ -52,6 +53,7 @@ export const WebhookDeliverySchema = Type.Object(
       ),
     ),
     created_at: Timestamp,
+    livemode: Livemode,
   },
   {
     $id: 'WebhookDelivery',
@@ -74,6 +76,7 @@ export const WebhookDeliverySchema = Type.Object(
           response_excerpt: 'ok',
         },
         created_at: '2026-11-22T10:00:00.000Z',
+        livemode: true,
       },
     ],
   },
@@ -109,5 +112,6 @@ export function toDelivery(row: WebhookDeliveriesTable): WebhookDelivery {
             response_excerpt: row.last_response_excerpt ?? '',
           },
     created_at: row.created_at,
+    livemode: tenantById(row.account_id).livemode,
   }
 }

@@ -7,6 +7,7 @@ import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { createContact } from '../../test/helpers.js'
 import { startReceiver, type WebhookReceiver } from '../../test/webhook-receiver.js'
+import { testTenant } from '../accounts/tenant.js'
 import { manualClock } from '../lib/clock.js'
 import { purgeExpiredDeliveries } from './deliveries.store.js'
 import { recordAttempt } from './delivery-attempts.js'
@@ -93,6 +94,42 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     worker?.wake()
   }
 
+  it('a test-mode endpoint receives test events only, and a live one live events only', async () => {
+    const sandbox = await t.testMode(acme)
+    const live = await addEndpoint(acme, { path: '/live' })
+    const test = await createEndpoint(
+      t.deps.webhooks,
+      testTenant(acme.id).id,
+      { url: `${receiver.url}/test` },
+      undefined,
+      clock.now(),
+    )
+    startWorker()
+    await createContact(t, acme, { first_name: 'Live one' })
+    await createContact(t, sandbox, { first_name: 'Test one' })
+    await createContact(t, sandbox, { first_name: 'Test two' })
+    const got = await receiver.waitFor(3)
+    const bodies = (path: string, secret: string) =>
+      got
+        .filter((delivery) => delivery.path === path)
+        .map(
+          (delivery) =>
+            new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>) as {
+              livemode: boolean
+              data: { object: { first_name: string; livemode: boolean } }
+            },
+        )
+    const atLive = bodies('/live', live.secret)
+    const atTest = bodies('/test', test.secret)
+    expect(atLive.map((b) => [b.livemode, b.data.object.livemode, b.data.object.first_name])).toEqual([
+      [true, true, 'Live one'],
+    ])
+    expect(atTest.map((b) => [b.livemode, b.data.object.livemode, b.data.object.first_name]).sort()).toEqual([
+      [false, false, 'Test one'],
+      [false, false, 'Test two'],
+    ])
+  })
+
   it('delivers each change once, signed per Standard Webhooks, with the event as body', async () => {
     const { endpoint, secret } = await addEndpoint(acme)
     startWorker()
@@ -111,7 +148,7 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
       const event = events[i]
       // Throws unless the signature, id and timestamp check out.
       const verified = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)
-      expect(verified).toEqual({ type: event?.type, timestamp: event?.created_at, data: event?.data })
+      expect(verified).toEqual({ type: event?.type, timestamp: event?.created_at, livemode: true, data: event?.data })
       expect(delivery.headers['content-type']).toBe('application/json')
       expect(delivery.path).toBe('/hooks')
     }
@@ -347,6 +384,7 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     expect(body).toEqual({
       type: 'webhook.test',
       timestamp: clock.now().toISOString(),
+      livemode: true,
       data: { object: { object: 'webhook_endpoint', id: endpoint.id } },
     })
     expect(got?.headers['webhook-id']).toBe(delivery.event_id)

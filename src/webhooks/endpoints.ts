@@ -1,8 +1,9 @@
 // Webhook endpoints as the API shows them: the resource, its create and patch bodies, and what an
 // endpoint can subscribe to.
 import { type Static, Type } from '@sinclair/typebox'
+import { tenantById } from '../accounts/tenant.js'
 import { EVENT_TYPES } from '../events/events.js'
-import { Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
+import { Livemode, Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
 import type { WebhookEndpointsTable } from './webhooks.table.js'
 
 /** At most this many endpoints per account (403 quota_exceeded beyond). */
@@ -42,6 +43,7 @@ export const WebhookEndpointSchema = Type.Object(
     ),
     created_at: Timestamp,
     updated_at: Timestamp,
+    livemode: Livemode,
   },
   {
     $id: 'WebhookEndpoint',
@@ -57,6 +59,7 @@ export const WebhookEndpointSchema = Type.Object(
         disabled_reason: null,
         created_at: '2026-11-22T10:00:00.000Z',
         updated_at: '2026-11-22T10:00:00.000Z',
+        livemode: true,
       },
     ],
   },
@@ -128,6 +131,7 @@ export function toEndpoint(row: WebhookEndpointsTable): WebhookEndpoint {
     disabled_reason: row.disabled_reason,
     created_at: row.created_at,
     updated_at: row.updated_at,
+    livemode: tenantById(row.account_id).livemode,
   }
 }
 

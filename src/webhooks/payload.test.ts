@@ -8,11 +8,13 @@ describe('eventPayload', () => {
       id: 'evt_01JZ',
       type: 'contact.updated',
       created_at: '2026-11-24T10:00:00.000Z',
+      livemode: false,
       data: { object: { id: 'con_1', note: ',"data":' } },
     }
     expect(JSON.parse(eventPayload(JSON.stringify(event)))).toEqual({
       type: 'contact.updated',
       timestamp: '2026-11-24T10:00:00.000Z',
+      livemode: false,
       data: { object: { id: 'con_1', note: ',"data":' } },
     })
   })

@@ -55,6 +55,7 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
         disabled_reason: null,
         created_at: expect.stringMatching(TIMESTAMP),
         updated_at: created.created_at,
+        livemode: true,
         secret: expect.stringMatching(SECRET),
       })
       expect(res.headers.location).toBe(`http://api.test${BASE}/${created.id}`)
@@ -374,6 +375,7 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
         next_attempt_at: expect.stringMatching(TIMESTAMP),
         last_attempt: null,
         created_at: expect.stringMatching(TIMESTAMP),
+        livemode: true,
       })
       const list = await t.inject(acme, { method: 'GET', url: `${BASE}/${created.id}/deliveries` })
       expect(list.statusCode).toBe(200)

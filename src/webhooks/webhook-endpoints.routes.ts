@@ -109,7 +109,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     },
     async (request, reply) => {
       const { limit, after } = request.query
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       return sendPage(
         reply,
         deps.secret,
@@ -137,7 +137,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       const answerOf = (created: EndpointWithSecret): IdempotentAnswer => ({
         status: 201,
         body: withSecret(created),
@@ -167,7 +167,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const endpoint = await requireEndpoint(db, authOf(request).account.id, request.params.id)
+      const endpoint = await requireEndpoint(db, authOf(request).tenant.id, request.params.id)
       return sendAnswer(reply, json(200, toEndpoint(endpoint)))
     },
   )
@@ -190,7 +190,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       const row = await changeEndpoint(deps.webhooks, accountId, request.params.id, request.body, undefined, now())
       return sendAnswer(reply, json(200, toEndpoint(row)))
     },
@@ -209,7 +209,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      await removeEndpoint(deps.webhooks, authOf(request).account.id, request.params.id, undefined, now())
+      await removeEndpoint(deps.webhooks, authOf(request).tenant.id, request.params.id, undefined, now())
       return reply.code(204).send(null)
     },
   )
@@ -241,7 +241,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       })
       sealAnswer(request)
       return answerWrite(request, reply, answerOf, (within) =>
-        rollSecret(deps.webhooks, authOf(request).account.id, request.params.id, overlap, undefined, now(), within),
+        rollSecret(deps.webhooks, authOf(request).tenant.id, request.params.id, overlap, undefined, now(), within),
       )
     },
   )
@@ -267,7 +267,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     },
     async (request, reply) => {
       return answerWrite(request, reply, queuedAnswer, (within) =>
-        sendTestEvent(deps.webhooks, authOf(request).account.id, request.params.id, undefined, now(), within),
+        sendTestEvent(deps.webhooks, authOf(request).tenant.id, request.params.id, undefined, now(), within),
       )
     },
   )
@@ -292,7 +292,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     },
     async (request, reply) => {
       const { limit, after, ...filters } = request.query
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       const endpointId = (await requireEndpoint(db, accountId, request.params.id)).id
       return sendPage(
         reply,
@@ -321,7 +321,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const accountId = authOf(request).account.id
+      const accountId = authOf(request).tenant.id
       const endpointId = (await requireEndpoint(db, accountId, request.params.id)).id
       const delivery = await findDelivery(db, accountId, endpointId, request.params.delivery_id)
       if (!delivery) {
@@ -353,7 +353,7 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     async (request, reply) => {
       const { id, delivery_id: deliveryId } = request.params
       return answerWrite(request, reply, queuedAnswer, (within) =>
-        retryEndpointDelivery(deps.webhooks, authOf(request).account.id, id, deliveryId, undefined, now(), within),
+        retryEndpointDelivery(deps.webhooks, authOf(request).tenant.id, id, deliveryId, undefined, now(), within),
       )
     },
   )

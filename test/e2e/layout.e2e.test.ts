@@ -29,15 +29,21 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
     return context.newPage()
   }
 
-  /** The header's menus open: their entries must fit too. */
+  /**
+   * The header's menus open, one at a time: their entries must fit too. Opening one closes the
+   * other, and Escape closes it.
+   */
   async function checkMenus(page: Page, viewport: Viewport, name: string) {
-    for (const menu of await page.locator('header details').all()) {
-      await menu.locator('summary').click()
-    }
-    await checkPage(page, viewport, `${name}-menus`)
-    for (const menu of await page.locator('header details').all()) {
-      await menu.locator('summary').click()
-    }
+    const account = page.locator('header details.account-menu')
+    const person = page.locator('header details.user-menu')
+    const isOpen = (menu: typeof account) => menu.evaluate((details) => (details as unknown as { open: boolean }).open)
+    await account.locator('summary').click()
+    await checkPage(page, viewport, `${name}-account-menu`)
+    await person.locator('summary').click()
+    expect(await isOpen(account)).toBe(false)
+    await checkPage(page, viewport, `${name}-person-menu`)
+    await page.keyboard.press('Escape')
+    expect(await isOpen(person)).toBe(false)
   }
 
   afterAll(checkScreenshotsBudget)
@@ -73,6 +79,8 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await owner.getByRole('link', { name: /back to API keys/ }).click()
 
       // A webhook endpoint, a test event and a contact change: deliveries to list.
+      await owner.getByRole('navigation', { name: 'API & Webhooks' }).getByRole('link', { name: 'Webhooks' }).click()
+      await checkPage(owner, viewport, 'webhooks')
       await owner.getByRole('link', { name: 'Add endpoint' }).click()
       await owner.getByLabel('Endpoint URL').fill(HOOK_URL)
       await owner.getByLabel('Description').fill('CRM sync (nightly)')
@@ -213,7 +221,7 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await page.getByRole('link', { name: /^Revoke…/ }).click()
       await fits('revoke page')
 
-      await page.goto(`${e.base}/app/${accountId}/settings/api`)
+      await page.goto(`${e.base}/app/${accountId}/settings/api/webhooks`)
       await page.getByRole('link', { name: 'Add endpoint' }).click()
       await page.getByLabel('Endpoint URL').fill(`${HOOK_URL}/${'verylongpath'.repeat(15)}?x=${'a'.repeat(90)}`)
       await page.getByRole('button', { name: 'Add endpoint' }).click()

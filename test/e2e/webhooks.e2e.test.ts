@@ -19,7 +19,7 @@ describe.skipIf(!browserAvailable())('webhooks in Chromium', () => {
     const page = await context.newPage()
     const accountId = await signUpInBrowser(page, e.base, 'e2e-hooks@example.com', 'Hooks Co')
     await page.goto(`${e.base}/app/${accountId}/settings/api`)
-
+    await page.getByRole('navigation', { name: 'API & Webhooks' }).getByRole('link', { name: 'Webhooks' }).click()
     await page.getByRole('link', { name: 'Add endpoint' }).click()
     await page.getByLabel('Endpoint URL').fill(HOOK_URL)
     await page.getByLabel('All events').uncheck()
@@ -56,7 +56,7 @@ describe.skipIf(!browserAvailable())('webhooks in Chromium', () => {
     expect(await page.getByText('"type":"webhook.test"').isVisible()).toBe(true)
     await page.screenshot({ path: path.join(SCREENSHOTS, 'webhook-delivery.png'), fullPage: true })
 
-    await page.goto(`${e.base}/app/${accountId}/settings/api`)
+    await page.goto(`${e.base}/app/${accountId}/settings/api/webhooks`)
     const endpoint = page.locator('tr', { hasText: HOOK_URL })
     expect(await endpoint.getByText('contact.created, contact.updated').isVisible()).toBe(true)
     expect(await endpoint.getByText('enabled').isVisible()).toBe(true)

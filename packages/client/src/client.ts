@@ -38,7 +38,7 @@ import {
 export interface ClientOptions {
   /** Where the API is served, e.g. `https://contacts.example.com` (a trailing `/api/v1` is accepted too). */
   baseUrl: string
-  /** The account's API key (`…_live_…`). Keep it on the server: never ship it to a browser. */
+  /** The account's API key (`…_live_…`, or `…_test_…` for its test mode). Keep it on the server: never ship it to a browser. */
   apiKey: string
   /** Retries after the first attempt of a 429, 503 or network error (default 3; 0 turns retries off). */
   maxRetries?: number

@@ -821,6 +821,7 @@ export interface components {
          *       "id": "acct_01JD3Z8Q4R5S6T7V8W9X0Y1Z2D",
          *       "name": "Acme",
          *       "created_at": "2026-11-01T09:00:00.000Z",
+         *       "livemode": true,
          *       "api_key": {
          *         "id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E",
          *         "name": "Production",
@@ -851,6 +852,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             created_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
             api_key: {
                 id: string;
                 name: string;
@@ -874,7 +877,7 @@ export interface components {
                 custom_fields_max: number;
                 /**
                  * Format: int32
-                 * @description MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded.
+                 * @description MAX_CONTACTS_PER_ACCOUNT (MAX_TEST_CONTACTS_PER_ACCOUNT for a test key): beyond it a create is 403 quota_exceeded.
                  */
                 contacts_max: number;
             };
@@ -898,7 +901,8 @@ export interface components {
          *         "beta": true
          *       },
          *       "created_at": "2026-11-22T10:00:00.000Z",
-         *       "updated_at": "2026-11-22T10:05:00.000Z"
+         *       "updated_at": "2026-11-22T10:05:00.000Z",
+         *       "livemode": true
          *     }
          */
         Contact: {
@@ -927,6 +931,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             updated_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
         };
         ContactBatch: {
             /** @description 1 to 100 operations, run in this order. */
@@ -983,6 +989,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             created_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -1017,6 +1025,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             created_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -1068,7 +1078,8 @@ export interface components {
          *             "beta": true
          *           },
          *           "created_at": "2026-11-22T10:00:00.000Z",
-         *           "updated_at": "2026-11-22T10:05:00.000Z"
+         *           "updated_at": "2026-11-22T10:05:00.000Z",
+         *           "livemode": true
          *         }
          *       ],
          *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
@@ -1094,6 +1105,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             created_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -1134,6 +1147,7 @@ export interface components {
          *       "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
          *       "type": "contact.created",
          *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "livemode": true,
          *       "data": {
          *         "object": {
          *           "object": "contact",
@@ -1153,7 +1167,8 @@ export interface components {
          *             "beta": true
          *           },
          *           "created_at": "2026-11-22T10:00:00.000Z",
-         *           "updated_at": "2026-11-22T10:05:00.000Z"
+         *           "updated_at": "2026-11-22T10:05:00.000Z",
+         *           "livemode": true
          *         }
          *       }
          *     }
@@ -1167,6 +1182,7 @@ export interface components {
          *           "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
          *           "type": "contact.created",
          *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "livemode": true,
          *           "data": {
          *             "object": {
          *               "object": "contact",
@@ -1186,7 +1202,8 @@ export interface components {
          *                 "beta": true
          *               },
          *               "created_at": "2026-11-22T10:00:00.000Z",
-         *               "updated_at": "2026-11-22T10:05:00.000Z"
+         *               "updated_at": "2026-11-22T10:05:00.000Z",
+         *               "livemode": true
          *             }
          *           }
          *         }
@@ -1232,7 +1249,8 @@ export interface components {
          *         "error": null,
          *         "response_excerpt": "ok"
          *       },
-         *       "created_at": "2026-11-22T10:00:00.000Z"
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "livemode": true
          *     }
          */
         WebhookDelivery: {
@@ -1267,6 +1285,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             created_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
         };
         /**
          * @example {
@@ -1287,7 +1307,8 @@ export interface components {
          *             "error": null,
          *             "response_excerpt": "ok"
          *           },
-         *           "created_at": "2026-11-22T10:00:00.000Z"
+         *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "livemode": true
          *         }
          *       ],
          *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
@@ -1310,7 +1331,8 @@ export interface components {
          *       "status": "enabled",
          *       "disabled_reason": null,
          *       "created_at": "2026-11-22T10:00:00.000Z",
-         *       "updated_at": "2026-11-22T10:00:00.000Z"
+         *       "updated_at": "2026-11-22T10:00:00.000Z",
+         *       "livemode": true
          *     }
          */
         WebhookEndpoint: {
@@ -1336,6 +1358,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             updated_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
         };
         WebhookEndpointCreateInput: {
             /** @description An https URL on a public address. */
@@ -1359,7 +1383,8 @@ export interface components {
          *           "status": "enabled",
          *           "disabled_reason": null,
          *           "created_at": "2026-11-22T10:00:00.000Z",
-         *           "updated_at": "2026-11-22T10:00:00.000Z"
+         *           "updated_at": "2026-11-22T10:00:00.000Z",
+         *           "livemode": true
          *         }
          *       ],
          *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
@@ -1409,6 +1434,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             updated_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
             /** @description The signing secret. Shown in this response only. */
             secret: string;
         };
@@ -1631,6 +1658,7 @@ export interface operations {
                      *       "id": "acct_01JD3Z8Q4R5S6T7V8W9X0Y1Z2D",
                      *       "name": "Acme",
                      *       "created_at": "2026-11-01T09:00:00.000Z",
+                     *       "livemode": true,
                      *       "api_key": {
                      *         "id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E",
                      *         "name": "Production",
@@ -1796,7 +1824,8 @@ export interface operations {
                      *             "beta": true
                      *           },
                      *           "created_at": "2026-11-22T10:00:00.000Z",
-                     *           "updated_at": "2026-11-22T10:05:00.000Z"
+                     *           "updated_at": "2026-11-22T10:05:00.000Z",
+                     *           "livemode": true
                      *         }
                      *       ],
                      *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
@@ -1960,7 +1989,8 @@ export interface operations {
                      *         "beta": true
                      *       },
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *       "updated_at": "2026-11-22T10:05:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -2161,7 +2191,8 @@ export interface operations {
                      *         "beta": true
                      *       },
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *       "updated_at": "2026-11-22T10:05:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -2198,7 +2229,8 @@ export interface operations {
                      *         "beta": true
                      *       },
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *       "updated_at": "2026-11-22T10:05:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -2398,7 +2430,8 @@ export interface operations {
                      *         "beta": true
                      *       },
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *       "updated_at": "2026-11-22T10:05:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -2720,7 +2753,8 @@ export interface operations {
                      *         "beta": true
                      *       },
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:05:00.000Z"
+                     *       "updated_at": "2026-11-22T10:05:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["Contact"];
@@ -3093,6 +3127,7 @@ export interface operations {
                      *           "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
                      *           "type": "contact.created",
                      *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "livemode": true,
                      *           "data": {
                      *             "object": {
                      *               "object": "contact",
@@ -3112,7 +3147,8 @@ export interface operations {
                      *                 "beta": true
                      *               },
                      *               "created_at": "2026-11-22T10:00:00.000Z",
-                     *               "updated_at": "2026-11-22T10:05:00.000Z"
+                     *               "updated_at": "2026-11-22T10:05:00.000Z",
+                     *               "livemode": true
                      *             }
                      *           }
                      *         }
@@ -3234,6 +3270,7 @@ export interface operations {
                      *       "id": "evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C",
                      *       "type": "contact.created",
                      *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "livemode": true,
                      *       "data": {
                      *         "object": {
                      *           "object": "contact",
@@ -3253,7 +3290,8 @@ export interface operations {
                      *             "beta": true
                      *           },
                      *           "created_at": "2026-11-22T10:00:00.000Z",
-                     *           "updated_at": "2026-11-22T10:05:00.000Z"
+                     *           "updated_at": "2026-11-22T10:05:00.000Z",
+                     *           "livemode": true
                      *         }
                      *       }
                      *     }
@@ -3396,7 +3434,8 @@ export interface operations {
                      *           "status": "enabled",
                      *           "disabled_reason": null,
                      *           "created_at": "2026-11-22T10:00:00.000Z",
-                     *           "updated_at": "2026-11-22T10:00:00.000Z"
+                     *           "updated_at": "2026-11-22T10:00:00.000Z",
+                     *           "livemode": true
                      *         }
                      *       ],
                      *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
@@ -3714,7 +3753,8 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:00:00.000Z"
+                     *       "updated_at": "2026-11-22T10:00:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -3996,7 +4036,8 @@ export interface operations {
                      *       "status": "enabled",
                      *       "disabled_reason": null,
                      *       "created_at": "2026-11-22T10:00:00.000Z",
-                     *       "updated_at": "2026-11-22T10:00:00.000Z"
+                     *       "updated_at": "2026-11-22T10:00:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookEndpoint"];
@@ -4373,7 +4414,8 @@ export interface operations {
                      *         "error": null,
                      *         "response_excerpt": "ok"
                      *       },
-                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDelivery"];
@@ -4586,7 +4628,8 @@ export interface operations {
                      *             "error": null,
                      *             "response_excerpt": "ok"
                      *           },
-                     *           "created_at": "2026-11-22T10:00:00.000Z"
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "livemode": true
                      *         }
                      *       ],
                      *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
@@ -4742,7 +4785,8 @@ export interface operations {
                      *         "error": null,
                      *         "response_excerpt": "ok"
                      *       },
-                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDelivery"];
@@ -4903,7 +4947,8 @@ export interface operations {
                      *         "error": null,
                      *         "response_excerpt": "ok"
                      *       },
-                     *       "created_at": "2026-11-22T10:00:00.000Z"
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "livemode": true
                      *     }
                      */
                     "application/json": components["schemas"]["WebhookDelivery"];

@@ -1,12 +1,11 @@
-// Settings → "API & Webhooks": the keys with their use, creating, rolling and revoking one, the
-// recent activity; the webhooks half is webhooks-pages.ts.
+// Settings → "API & Webhooks" → API keys: the keys with their use, creating, rolling and revoking
+// one, their recent activity, and in test mode the deletion of test data (webhooks: webhooks-pages.ts).
 import type { ApiKey } from '../../api-keys/api-keys.store.js'
 import { keyState } from '../../api-keys/api-keys.store.js'
-import type { AuditAction, AuditRecord } from '../../audit/audit.js'
-import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
+import type { AuditRecord } from '../../audit/audit.js'
 import { type Html, html, raw } from '../html.js'
+import { activityTable, apiSubnav, when } from './activity.js'
 import { confirmPage, csrfInput, field, layout, type PageContext, rollNowFields } from './layout.js'
-import { webhooksSection } from './webhooks-pages.js'
 
 export const USAGE_DAYS = 14
 export const EXPIRY_CHOICES = {
@@ -34,10 +33,7 @@ function lastUsed(iso: string | null, now: Date): Html {
     : date(iso)
 }
 
-const date = (iso: string | null) =>
-  iso
-    ? html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
-    : html`<span class="hint">—</span>`
+const date = when
 
 /** A small bar chart; numbers only, so the markup is built as a trusted string. */
 function usageChart(usage: number[], days: string[]): Html {
@@ -54,29 +50,17 @@ function usageChart(usage: number[], days: string[]): Html {
   )
 }
 
-const AUDIT_ACTIONS: Record<AuditAction, string> = {
-  'api_key.created': 'Key created',
-  'api_key.rolled': 'Key rolled',
-  'api_key.revoked': 'Key revoked',
-  'webhook_endpoint.created': 'Webhook endpoint added',
-  'webhook_endpoint.updated': 'Webhook endpoint changed',
-  'webhook_endpoint.deleted': 'Webhook endpoint deleted',
-  'webhook_endpoint.secret_rolled': 'Webhook secret rolled',
-  'webhook_endpoint.secret_revealed': 'Webhook secret revealed',
-  'webhook_endpoint.test_sent': 'Webhook test event sent',
-  'webhook_delivery.retried': 'Webhook delivery resent',
-}
-
 export function apiSettingsPage(
   context: PageContext,
   data: {
-    accountId: string
+    home: string
     keys: KeyRow[]
     days: string[]
     now: Date
+    /** The keys' recent activity (the audit log's key entries). */
     activity: AuditRecord[]
-    /** The account's webhook endpoints; undefined when this person may not manage them. */
-    endpoints: WebhookEndpoint[] | undefined
+    /** May open the webhooks page (owners and admins). */
+    manageWebhooks: boolean
     /** May issue full-access keys (owners and admins; a member only read-only ones). */
     fullAccess: boolean
     /** May roll and revoke this key (a member: only the read-only keys they issued). */
@@ -84,17 +68,17 @@ export function apiSettingsPage(
     notice?: string
     values?: { name?: string }
     error?: string
+    /** In test mode: whether this person may delete the test data, and since when it is being deleted. */
+    testData?: { mayDelete: boolean; deletingSince?: string } | undefined
   },
 ): Html {
-  const { accountId } = data
-  const targetNames = new Map([
-    ...data.keys.map(({ key }): [string, string] => [key.id, key.name]),
-    ...(data.endpoints ?? []).map((endpoint): [string, string] => [endpoint.id, endpoint.url]),
-  ])
+  const { home } = data
+  const targetNames = new Map(data.keys.map(({ key }): [string, string] => [key.id, key.name]))
   return layout(
     'API & Webhooks',
     { ...context, section: 'api' },
     html`<h1>API &amp; Webhooks</h1>
+${apiSubnav(home, 'keys', data.manageWebhooks)}
 ${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` : ''}
 <h2>API keys</h2>
 <p class="hint">Keys authenticate requests to the API as this account: <code>Authorization: Bearer &lt;key&gt;</code>. Keep them on your servers.</p>
@@ -114,8 +98,8 @@ ${
 <td data-label="Requests, ${USAGE_DAYS} days">${usageChart(usage, data.days)}</td>
 <td class="actions">${
           state === 'active' && data.mayManage(key)
-            ? html`<a class="button secondary" href="/app/${accountId}/settings/api/keys/${key.id}/roll">Roll…<span class="visually-hidden"> ${key.name}</span></a>
-<a class="button secondary" href="/app/${accountId}/settings/api/keys/${key.id}/revoke">Revoke…<span class="visually-hidden"> ${key.name}</span></a>`
+            ? html`<a class="button secondary" href="${home}/settings/api/keys/${key.id}/roll">Roll…<span class="visually-hidden"> ${key.name}</span></a>
+<a class="button secondary" href="${home}/settings/api/keys/${key.id}/revoke">Revoke…<span class="visually-hidden"> ${key.name}</span></a>`
             : ''
         }</td></tr>`
       })
@@ -123,7 +107,7 @@ ${
 </tbody></table></div>
 
 <h2>Create a key</h2>
-<div class="card"><form method="post" action="/app/${accountId}/settings/api/keys" novalidate>
+<div class="card"><form method="post" action="${home}/settings/api/keys" novalidate>
 ${csrfInput(context.csrf)}
 <div class="row">
 <div>${field({ name: 'name', label: 'Name', value: data.values?.name, error: data.error, hint: 'e.g. Production server', required: true })}</div>
@@ -132,26 +116,30 @@ ${csrfInput(context.csrf)}
 <div class="shrink"><button type="submit">Create key</button></div>
 </div></form></div>
 
-<h2>Recent activity</h2>
-${
-  data.activity.length === 0
-    ? html`<p class="hint">No key has been issued, rolled or revoked here yet.</p>`
-    : html`<div class="table-wrap"><table class="cards activity">
-<thead><tr><th>When</th><th>What</th><th>Key or endpoint</th><th>Who</th><th class="optional">From</th></tr></thead>
-<tbody>${data.activity.map(
-        (entry) => html`<tr><td>${date(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}</td>
-<td data-label="Key or endpoint">${targetNames.get(entry.targetId) ?? entry.targetId}</td><td data-label="Who">${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
-<td class="optional mono" data-label="From">${entry.ip ?? ''}</td></tr>`,
-      )}</tbody></table></div>`
+${data.manageWebhooks ? '' : html`<p class="hint">Webhooks: owners and admins of this account manage the endpoints. Every change is also in <code>GET /api/v1/events</code>.</p>`}
+<h2>Key activity</h2>
+${activityTable(data.activity, targetNames, {
+  target: 'Key',
+  none: 'No key has been issued, rolled or revoked here yet.',
+})}
+
+${data.testData ? testDataSection(home, data.testData) : ''}`,
+  )
 }
 
-${webhooksSection(accountId, data.endpoints)}`,
-  )
+function testDataSection(home: string, testData: { mayDelete: boolean; deletingSince?: string }): Html {
+  return html`<h2>Test data</h2>
+<div class="card">${
+    testData.deletingSince
+      ? html`<p role="status">All test data is being deleted (asked for ${date(testData.deletingSince)}). Reload to see what is left.</p>`
+      : html`<p>Delete every test-mode contact, event, webhook endpoint and delivery, and import of this account. Test keys stay; live mode is not touched.</p>
+${testData.mayDelete ? html`<p><a class="button danger" href="${home}/settings/test-data/delete">Delete all test data…</a></p>` : html`<p class="hint">Owners and admins can delete the test data.</p>`}`
+  }</div>`
 }
 
 export function keyCreatedPage(
   context: PageContext,
-  data: { accountId: string; key: ApiKey; secret: string; rolledFrom?: ApiKey },
+  data: { home: string; key: ApiKey; secret: string; rolledFrom?: ApiKey },
 ): Html {
   return layout(
     'Your new API key',
@@ -163,48 +151,45 @@ ${data.rolledFrom ? html`<p>It replaces <span class="mono">${data.rolledFrom.red
 <label for="new-key">API key</label>
 <div class="secret"><input id="new-key" type="text" readonly value="${data.secret}" autocomplete="off" spellcheck="false"><button type="button" data-copy="new-key" hidden>Copy</button></div>
 <p class="hint">Scopes: ${data.key.scopes.join(', ')}. ${data.key.expires_at ? html`Expires ${date(data.key.expires_at)}.` : 'Does not expire.'}</p>
-<p><a class="button" href="/app/${data.accountId}/settings/api">I have stored it: back to API keys</a></p>
+<p><a class="button" href="${data.home}/settings/api">I have stored it: back to API keys</a></p>
 </div>`,
   )
 }
 
 /** Roll: a new key replaces this one; the person chooses how long the old one keeps working. */
-export function rollKeyPage(context: PageContext, data: { accountId: string; key: ApiKey }): Html {
+export function rollKeyPage(context: PageContext, data: { home: string; key: ApiKey }): Html {
   return layout(
     'Roll key',
     { ...context, section: 'api' },
     html`<div class="card narrow">
 <h1>Roll “${data.key.name}”</h1>
 <p>A new key replaces <span class="mono">${data.key.redacted}</span>. Give your clients the new key before the old one stops working.</p>
-<form method="post" action="/app/${data.accountId}/settings/api/keys/${data.key.id}/roll">${csrfInput(context.csrf)}
+<form method="post" action="${data.home}/settings/api/keys/${data.key.id}/roll">${csrfInput(context.csrf)}
 <label for="f-overlap">Old key expires</label>
 <select id="f-overlap" name="overlap">${Object.entries(OVERLAP_CHOICES).map(([value, label]) => html`<option value="${value}" ${value === '24h' ? html`selected` : ''}>${label}</option>`)}</select>
 <p class="hint">“Now” stops the old key at once; you are asked to confirm.</p>
-<p><button type="submit">Roll key</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
+<p><button type="submit">Roll key</button> <a class="button secondary" href="${data.home}/settings/api">Cancel</a></p>
 </form></div>`,
   )
 }
 
 /** Rolling with no overlap stops the live key at once: asked like a revoke. */
-export function rollNowConfirmPage(context: PageContext, data: { accountId: string; key: ApiKey }): Html {
+export function rollNowConfirmPage(context: PageContext, data: { home: string; key: ApiKey }): Html {
   return confirmPage(
     { ...context, section: 'api' },
     {
       title: 'Roll key now',
       heading: html`Roll “${data.key.name}” now?`,
       body: html`<p>A new key replaces <span class="mono">${data.key.redacted}</span>, which stops working at once: every client still using it gets 401 until it has the new key. Choose an overlap instead to switch over without an outage.</p>`,
-      action: `/app/${data.accountId}/settings/api/keys/${data.key.id}/roll`,
+      action: `${data.home}/settings/api/keys/${data.key.id}/roll`,
       fields: rollNowFields,
       button: 'Roll now',
-      cancel: `/app/${data.accountId}/settings/api`,
+      cancel: `${data.home}/settings/api`,
     },
   )
 }
 
-export function revokeConfirmPage(
-  context: PageContext,
-  data: { accountId: string; key: ApiKey; requests: number },
-): Html {
+export function revokeConfirmPage(context: PageContext, data: { home: string; key: ApiKey; requests: number }): Html {
   return confirmPage(
     { ...context, section: 'api' },
     {
@@ -212,9 +197,9 @@ export function revokeConfirmPage(
       heading: html`Revoke “${data.key.name}”?`,
       body: html`<p>Requests with <span class="mono">${data.key.redacted}</span> will be refused within a second. This cannot be undone.</p>
 <p class="hint">It made ${data.requests} request${data.requests === 1 ? '' : 's'} in the last ${USAGE_DAYS} days${data.key.last_used_at ? html`, last ${date(data.key.last_used_at)}` : ''}.</p>`,
-      action: `/app/${data.accountId}/settings/api/keys/${data.key.id}/revoke`,
+      action: `${data.home}/settings/api/keys/${data.key.id}/revoke`,
       button: 'Revoke key',
-      cancel: `/app/${data.accountId}/settings/api`,
+      cancel: `${data.home}/settings/api`,
     },
   )
 }

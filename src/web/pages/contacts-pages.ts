@@ -28,7 +28,8 @@ const HINTS: Partial<Record<ContactFormField, string>> = {
   tags: 'separated by commas, e.g. vip, newsletter',
 }
 
-const contactsUrl = (accountId: string) => `/app/${accountId}/contacts`
+/** `home`: the root path of the page's mode (request-context.ts homeOf). */
+const contactsUrl = (home: string) => `${home}/contacts`
 
 export function displayName(contact: Contact): string {
   const name = [contact.first_name, contact.last_name].filter((part) => part !== null).join(' ')
@@ -41,7 +42,7 @@ const notice = (text: string | undefined) => (text ? html`<div class="alert ok" 
 export function contactsListPage(
   context: PageContext,
   data: {
-    accountId: string
+    home: string
     contacts: Contact[]
     q: string
     tag: string
@@ -50,7 +51,7 @@ export function contactsListPage(
     notice?: string
   },
 ): Html {
-  const base = contactsUrl(data.accountId)
+  const base = contactsUrl(data.home)
   const filtered = data.q !== '' || data.tag !== ''
   return layout(
     'Contacts',
@@ -81,7 +82,7 @@ ${
             ? 'No contacts match. Try the start of a name, an email or a company, or clear the search.'
             : data.firstHref
               ? 'No more contacts.'
-              : html`No contacts yet. <a href="${base}/new">Create one</a>, <a href="${base}/import">import a CSV file</a>, or send them through the API with a key from <a href="/app/${data.accountId}/settings/api">Settings → API &amp; Webhooks</a>.`
+              : html`No contacts yet. <a href="${base}/new">Create one</a>, <a href="${base}/import">import a CSV file</a>, or send them through the API with a key from <a href="${data.home}/settings/api">Settings → API &amp; Webhooks</a>.`
       }</td></tr>`
     : data.contacts.map(
         (contact) => html`<tr data-contact-id="${contact.id}">
@@ -103,13 +104,13 @@ ${data.nextHref ? html`<a class="button secondary" href="${data.nextHref}" rel="
 }
 
 /** 400: a link whose cursor or filter cannot be used. */
-export function badListRequestPage(context: PageContext, data: { accountId: string; message: string }): Html {
+export function badListRequestPage(context: PageContext, data: { home: string; message: string }): Html {
   return layout(
     'Cannot show this page',
     { ...context, section: 'contacts' },
     html`<div class="card narrow"><h1>Cannot show this page</h1>
 <div class="alert error" role="alert">${data.message}</div>
-<p><a class="button" href="${contactsUrl(data.accountId)}">Back to the first page of contacts</a></p>
+<p><a class="button" href="${contactsUrl(data.home)}">Back to the first page of contacts</a></p>
 <p class="hint">Error 400</p></div>`,
   )
 }
@@ -117,7 +118,7 @@ export function badListRequestPage(context: PageContext, data: { accountId: stri
 export function contactFormPage(
   context: PageContext,
   data: {
-    accountId: string
+    home: string
     contact?: Contact
     values: ContactFormValues
     errors?: ContactFormErrors
@@ -125,9 +126,9 @@ export function contactFormPage(
     existingId?: string
   },
 ): Html {
-  const { accountId, contact, values } = data
+  const { home, contact, values } = data
   const errors = data.errors ?? {}
-  const base = contactsUrl(accountId)
+  const base = contactsUrl(home)
   const title = contact ? `Edit ${displayName(contact)}` : 'New contact'
   const input = (name: ContactFormField, type = 'text', autocomplete?: string) =>
     field({
@@ -161,11 +162,11 @@ ${csrfInput(context.csrf)}
 ${input('tags')}
 <p><button type="submit">${contact ? 'Save changes' : 'Create contact'}</button> <a class="button secondary" href="${base}">Cancel</a></p>
 </form></div>
-${contact ? contactDetails(accountId, contact) : ''}`,
+${contact ? contactDetails(home, contact) : ''}`,
   )
 }
 
-function contactDetails(accountId: string, contact: Contact): Html {
+function contactDetails(home: string, contact: Contact): Html {
   const entries = Object.entries(contact.custom_fields)
   return html`<h2>${LABELS.custom_fields}</h2>
 ${
@@ -177,11 +178,11 @@ ${entries.map(([key, value]) => html`<tr><td class="mono">${key}</td><td class="
 </tbody></table></div>`
 }
 <p class="hint">Id <span class="mono">${contact.id}</span> · created ${when(contact.created_at)} · updated ${when(contact.updated_at)}</p>
-<p><a class="button secondary" href="${contactsUrl(accountId)}/${contact.id}/delete">Delete contact…</a></p>`
+<p><a class="button secondary" href="${contactsUrl(home)}/${contact.id}/delete">Delete contact…</a></p>`
 }
 
-export function deleteContactPage(context: PageContext, data: { accountId: string; contact: Contact }): Html {
-  const url = `${contactsUrl(data.accountId)}/${data.contact.id}`
+export function deleteContactPage(context: PageContext, data: { home: string; contact: Contact }): Html {
+  const url = `${contactsUrl(data.home)}/${data.contact.id}`
   return confirmPage(
     { ...context, section: 'contacts' },
     {

@@ -5,10 +5,11 @@ import type { ImportJob } from '../../imports/imports.store.js'
 import { type Html, html } from '../html.js'
 import { csrfInput, layout, type PageContext } from './layout.js'
 
-const contactsUrl = (accountId: string) => `/app/${accountId}/contacts`
+/** `home`: the root path of the page's mode (request-context.ts homeOf). */
+const contactsUrl = (home: string) => `${home}/contacts`
 
 export interface ImportFormView {
-  accountId: string
+  home: string
   columns: readonly string[]
   maxRows: number
   maxMiB: number
@@ -19,7 +20,7 @@ export interface ImportFormView {
 }
 
 export function importPage(context: PageContext, data: ImportFormView): Html {
-  const base = contactsUrl(data.accountId)
+  const base = contactsUrl(data.home)
   return layout(
     'Import contacts',
     { ...context, section: 'contacts' },
@@ -37,7 +38,7 @@ ${importForm(context, data)}`,
 }
 
 function importForm(context: PageContext, data: ImportFormView): Html {
-  const base = contactsUrl(data.accountId)
+  const base = contactsUrl(data.home)
   return html`<div class="card"><form method="post" action="${base}/import" enctype="multipart/form-data">
 ${csrfInput(context.csrf)}
 <label for="f-file">CSV file <span class="hint">UTF-8, at most ${data.maxMiB} MiB and ${data.maxRows.toLocaleString('en')} rows</span></label>
@@ -82,7 +83,7 @@ function errorRows(errors: ImportError[]): Html {
 /** One import: progress while it runs (the page reloads itself: a Refresh header), then the outcome. */
 export function importJobPage(context: PageContext, data: ImportFormView & { job: ImportJob }): Html {
   const { job } = data
-  const base = contactsUrl(data.accountId)
+  const base = contactsUrl(data.home)
   const total = job.rows_total
   let body: Html
   if (job.state === 'done') {

@@ -1,5 +1,6 @@
 // The page frame: header with the account switcher, main content, one stylesheet, one script.
 import type { Account } from '../../accounts/accounts.store.js'
+import type { Tenant } from '../../accounts/tenant.js'
 import type { AccountMembership } from '../../users/users.store.js'
 import type { Role } from '../../users/users.table.js'
 import { type Html, html } from '../html.js'
@@ -15,6 +16,23 @@ export interface PageContext {
   role?: Role
   /** Which section the header (and, under Settings, the tabs) marks as current. */
   section?: Section
+  /** The account in this page's mode: a test-mode page says so in its banner and colour. */
+  tenant?: Tenant
+}
+
+/** The root path of the page's mode: /app/{account}, or /app/{account}/test in test mode. */
+const homeOf = (account: Account, tenant: Tenant | undefined) =>
+  `/app/${account.id}${tenant?.livemode === false ? '/test' : ''}`
+
+/**
+ * The header's switch between the modes: a link, so it works without script. It leads to the same
+ * section in the other mode where both have it (contacts, API & Webhooks), else to contacts.
+ */
+function modeSwitch(context: PageContext, account: Account): Html {
+  const testing = context.tenant?.livemode === false
+  const other = `/app/${account.id}${testing ? '' : '/test'}`
+  const target = context.section === 'api' ? `${other}/settings/api` : `${other}/contacts`
+  return html`<a class="switch" href="${target}" role="switch" aria-checked="${testing ? 'true' : 'false'}"><span class="track" aria-hidden="true"></span>Test mode</a>`
 }
 
 const current = (yes: boolean) => (yes ? html`aria-current="page"` : '')
@@ -31,10 +49,13 @@ function header(context: PageContext): Html {
             html`<li><a href="/app/${m.account.id}/contacts" ${current(m.account.id === account.id)}>${m.account.name}</a> <span class="hint">${m.role}</span></li>`,
         )}<li><a href="/app/accounts/new">New account…</a></li></ul></details>`
       : html`<a class="brand" href="${user ? '/app' : '/'}">Contacts API</a>`
+  const home = account && homeOf(account, context.tenant)
+  const testing = context.tenant?.livemode === false
   const sections = account
     ? html`<nav class="sections" aria-label="Sections">
-<a href="/app/${account.id}/contacts" ${current(context.section === 'contacts')}>Contacts</a>
-<a href="/app/${account.id}/settings" ${current(inSettings)}>Settings</a>
+<a href="${home}/contacts" ${current(context.section === 'contacts')}>Contacts</a>
+<a href="${testing ? `${home}/settings/api` : `${home}/settings`}" ${current(inSettings)}>Settings</a>
+${modeSwitch(context, account)}
 </nav>`
     : ''
   const person = user
@@ -42,7 +63,10 @@ function header(context: PageContext): Html {
 <ul>${account ? html`<li><a href="/app/${account.id}/settings/sessions">Your sessions</a></li>` : ''}
 <li><form method="post" action="/sign-out"><input type="hidden" name="_csrf" value="${context.csrf}"><button class="secondary" type="submit">Sign out</button></form></li></ul></details>`
     : ''
-  return html`<header><div class="bar">${switcher}${sections}${person}</div></header>`
+  const banner = testing
+    ? html`<div class="test-banner" role="note"><strong>Test mode.</strong> You are looking at test data: nothing here touches live contacts, keys or webhooks.</div>`
+    : ''
+  return html`<header><div class="bar">${switcher}${sections}${person}</div>${banner}</header>`
 }
 
 /** The tabs of the Settings section, on each of its pages. */
@@ -51,9 +75,10 @@ function settingsTabs(context: PageContext): Html {
   if (!account || section === undefined || section === 'contacts') {
     return html``
   }
+  // Members and sessions belong to the account, whatever the mode: their tabs lead to live mode.
   const base = `/app/${account.id}/settings`
   return html`<nav class="tabs" aria-label="Settings">
-<a href="${base}/api" ${current(section === 'api')}>API &amp; Webhooks</a>
+<a href="${homeOf(account, context.tenant)}/settings/api" ${current(section === 'api')}>API &amp; Webhooks</a>
 ${context.role === 'owner' ? html`<a href="${base}/members" ${current(section === 'members')}>Members</a>` : ''}
 <a href="${base}/sessions" ${current(section === 'sessions')}>Your sessions</a>
 </nav>`
@@ -69,7 +94,7 @@ export function layout(title: string, context: PageContext, body: Html): Html {
 <link rel="stylesheet" href="/assets/app.css">
 <script src="/assets/app.js" defer></script>
 </head>
-<body>
+<body${context.tenant?.livemode === false ? html` class="test-mode"` : ''}>
 ${header(context)}
 <main>
 ${settingsTabs(context)}

@@ -32,7 +32,7 @@ export function sessionsPage(
     html`<h1>Your sessions</h1>
 ${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` : ''}
 <p class="hint">Every browser where you are signed in, for all your accounts. A session ends after 14 days.</p>
-<div class="table-wrap"><table class="cards"><thead><tr><th>Browser</th><th>Signed in</th><th>Last seen</th><th></th></tr></thead><tbody>
+<div class="table-wrap"><table class="cards"><thead><tr><th>Browser</th><th>Signed in</th><th>Last seen</th><th><span class="visually-hidden">Actions</span></th></tr></thead><tbody>
 ${data.sessions.map(
   (s) =>
     html`<tr><td>${s.user_agent ?? 'Unknown'}</td><td data-label="Signed in">${when(s.created_at)}</td><td data-label="Last seen">${when(s.last_seen_at)}</td><td>${s.current ? html`<strong>This session</strong>` : ''}</td></tr>`,

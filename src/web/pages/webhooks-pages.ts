@@ -1,9 +1,11 @@
-// The webhooks half of Settings → "API & Webhooks": endpoints, their secret, confirmations and one
+// Settings → "API & Webhooks" → Webhooks: the endpoints, their secret, confirmations and one
 // delivery's detail. Receivers' answers are untrusted text: html`` escapes them, never raw().
+import type { AuditRecord } from '../../audit/audit.js'
 import { EVENT_TYPES } from '../../events/events.js'
 import type { WebhookDelivery } from '../../webhooks/deliveries.js'
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html } from '../html.js'
+import { activityTable, apiSubnav } from './activity.js'
 import { confirmPage, csrfInput, field, layout, type PageContext, rollNowFields } from './layout.js'
 
 /** When a rolled secret stops signing, as for keys. */
@@ -19,7 +21,7 @@ const when = (iso: string | null) =>
     ? html`<time datetime="${iso}">${iso.slice(0, 19).replace('T', ' ')} UTC</time>`
     : html`<span class="hint">—</span>`
 
-const base = (accountId: string) => `/app/${accountId}/settings/api/webhooks`
+const base = (home: string) => `${home}/settings/api/webhooks`
 
 const DISABLED_REASONS: Record<NonNullable<WebhookEndpoint['disabled_reason']>, string> = {
   manual: 'disabled by hand',
@@ -41,26 +43,36 @@ const alerts = (data: { notice?: string | undefined; error?: string | undefined 
     data.error ? html`<div class="alert error" role="alert">${data.error}</div>` : ''
   }`
 
-/** The webhooks section of the settings page; `endpoints` is undefined for a person who may not manage them. */
-export function webhooksSection(accountId: string, endpoints: WebhookEndpoint[] | undefined): Html {
-  if (endpoints === undefined) {
-    return html`<h2>Webhooks</h2>
-<p class="hint">Only owners and admins of this account manage webhook endpoints. Every change is also available from <code>GET /api/v1/events</code>.</p>`
-  }
-  return html`<h2>Webhooks</h2>
+/** Settings → API & Webhooks → Webhooks: the endpoints and their recent activity. */
+export function webhooksListPage(
+  context: PageContext,
+  data: { home: string; endpoints: WebhookEndpoint[]; activity: AuditRecord[]; notice?: string | undefined },
+): Html {
+  const { home, endpoints } = data
+  const names = new Map(endpoints.map((endpoint): [string, string] => [endpoint.id, endpoint.url]))
+  return layout(
+    'Webhooks',
+    { ...context, section: 'api' },
+    html`<h1>API &amp; Webhooks</h1>
+${apiSubnav(home, 'webhooks')}
+${alerts(data)}
+<h2>Webhook endpoints</h2>
 <p class="hint">Endpoints receive a signed POST for every contact change they subscribe to (Standard Webhooks).</p>
 <div class="table-wrap"><table class="cards endpoints">
 <thead><tr><th>URL</th><th>Description</th><th>Events</th><th>Status</th><th class="optional">Created</th></tr></thead>
 <tbody>${
-    endpoints.length === 0
-      ? html`<tr><td colspan="5" class="hint">No webhook endpoints yet.</td></tr>`
-      : endpoints.map(
-          (endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
-<td class="mono"><a href="${base(accountId)}/${endpoint.id}">${endpoint.url}</a></td><td data-label="Description">${endpoint.description ?? ''}</td>
+      endpoints.length === 0
+        ? html`<tr><td colspan="5" class="hint">No webhook endpoints yet.</td></tr>`
+        : endpoints.map(
+            (endpoint) => html`<tr data-endpoint-id="${endpoint.id}">
+<td class="mono"><a href="${base(home)}/${endpoint.id}">${endpoint.url}</a></td><td data-label="Description">${endpoint.description ?? ''}</td>
 <td data-label="Events">${eventsLabel(endpoint.events)}</td><td data-label="Status">${endpointStatus(endpoint)}</td><td class="optional" data-label="Created">${when(endpoint.created_at)}</td></tr>`,
-        )
-  }</tbody></table></div>
-<p><a class="button" href="${base(accountId)}/new">Add endpoint</a></p>`
+          )
+    }</tbody></table></div>
+<p><a class="button" href="${base(home)}/new">Add endpoint</a></p>
+<h2>Webhook activity</h2>
+${activityTable(data.activity, names, { target: 'Endpoint', none: 'No endpoint has been added or changed here yet.' })}`,
+  )
 }
 
 export interface EndpointFormValues {
@@ -71,7 +83,7 @@ export interface EndpointFormValues {
 
 export function newEndpointPage(
   context: PageContext,
-  data: { accountId: string; values?: EndpointFormValues; error?: string; urlError?: string },
+  data: { home: string; values?: EndpointFormValues; error?: string; urlError?: string },
 ): Html {
   const events = data.values?.events ?? ['*']
   const checkbox = (value: string, label: string) =>
@@ -82,14 +94,14 @@ export function newEndpointPage(
     html`<div class="card">
 <h1>Add a webhook endpoint</h1>
 ${alerts({ error: data.error })}
-<form method="post" action="${base(data.accountId)}" novalidate>${csrfInput(context.csrf)}
+<form method="post" action="${base(data.home)}" novalidate>${csrfInput(context.csrf)}
 ${field({ name: 'url', label: 'Endpoint URL', type: 'url', value: data.values?.url, error: data.urlError, hint: 'https, on a public address', required: true })}
 <fieldset><legend>Events to send</legend>
 ${checkbox('*', 'All events')}
 ${EVENT_TYPES.map((type) => checkbox(type, type))}
 <p class="hint">“All events” includes types added later.</p></fieldset>
 ${field({ name: 'description', label: 'Description', value: data.values?.description, hint: 'optional, e.g. CRM sync' })}
-<p><button type="submit">Add endpoint</button> <a class="button secondary" href="/app/${data.accountId}/settings/api">Cancel</a></p>
+<p><button type="submit">Add endpoint</button> <a class="button secondary" href="${base(data.home)}">Cancel</a></p>
 </form></div>`,
   )
 }
@@ -97,9 +109,9 @@ ${field({ name: 'description', label: 'Description', value: data.values?.descrip
 /** The signing secret shown once after a create or roll, or the note that it was shown already. */
 export function secretOncePage(
   context: PageContext,
-  data: { accountId: string; endpoint: WebhookEndpoint; secret: string | undefined; oldSecretUntil: string | null },
+  data: { home: string; endpoint: WebhookEndpoint; secret: string | undefined; oldSecretUntil: string | null },
 ): Html {
-  const endpointPage = `${base(data.accountId)}/${data.endpoint.id}`
+  const endpointPage = `${base(data.home)}/${data.endpoint.id}`
   return layout(
     'Webhook signing secret',
     { ...context, section: 'api' },
@@ -123,7 +135,7 @@ ${data.oldSecretUntil ? html`<p>The previous secret also signs deliveries until 
 export function endpointPage(
   context: PageContext,
   data: {
-    accountId: string
+    home: string
     endpoint: WebhookEndpoint
     deliveries: WebhookDelivery[]
     oldSecretUntil: string | null
@@ -133,12 +145,12 @@ export function endpointPage(
   },
 ): Html {
   const { endpoint } = data
-  const url = `${base(data.accountId)}/${endpoint.id}`
+  const url = `${base(data.home)}/${endpoint.id}`
   const enabled = endpoint.status === 'enabled'
   return layout(
     'Webhook endpoint',
     { ...context, section: 'api' },
-    html`<p><a href="/app/${data.accountId}/settings/api">← API &amp; Webhooks</a></p>
+    html`<p><a href="${base(data.home)}">← Webhooks</a></p>
 <h1>Webhook endpoint <span class="mono">${endpoint.url}</span></h1>
 ${alerts(data)}
 <div class="card"><dl class="facts">
@@ -172,7 +184,7 @@ ${
 
 <h2>Recent deliveries</h2>
 <div class="table-wrap"><table class="cards deliveries">
-<thead><tr><th>Created</th><th>Event</th><th>Status</th><th>HTTP</th><th>Duration</th><th>Attempts</th><th>Next retry</th><th></th></tr></thead>
+<thead><tr><th>Created</th><th>Event</th><th>Status</th><th>HTTP</th><th>Duration</th><th>Attempts</th><th>Next retry</th><th><span class="visually-hidden">Details</span></th></tr></thead>
 <tbody>${
       data.deliveries.length === 0
         ? html`<tr><td colspan="8" class="hint">No deliveries yet. Send a test event, or change a contact.</td></tr>`
@@ -190,8 +202,8 @@ ${
   )
 }
 
-export function deleteEndpointPage(context: PageContext, data: { accountId: string; endpoint: WebhookEndpoint }): Html {
-  const url = `${base(data.accountId)}/${data.endpoint.id}`
+export function deleteEndpointPage(context: PageContext, data: { home: string; endpoint: WebhookEndpoint }): Html {
+  const url = `${base(data.home)}/${data.endpoint.id}`
   return confirmPage(
     { ...context, section: 'api' },
     {
@@ -205,8 +217,8 @@ export function deleteEndpointPage(context: PageContext, data: { accountId: stri
   )
 }
 
-export function rollNowConfirmPage(context: PageContext, data: { accountId: string; endpoint: WebhookEndpoint }): Html {
-  const url = `${base(data.accountId)}/${data.endpoint.id}`
+export function rollNowConfirmPage(context: PageContext, data: { home: string; endpoint: WebhookEndpoint }): Html {
+  const url = `${base(data.home)}/${data.endpoint.id}`
   return confirmPage(
     { ...context, section: 'api' },
     {
@@ -224,7 +236,7 @@ export function rollNowConfirmPage(context: PageContext, data: { accountId: stri
 export function deliveryPage(
   context: PageContext,
   data: {
-    accountId: string
+    home: string
     endpoint: WebhookEndpoint
     delivery: WebhookDelivery
     /** The exact body sent; undefined once its event is purged. */
@@ -234,7 +246,7 @@ export function deliveryPage(
   },
 ): Html {
   const { delivery, endpoint } = data
-  const url = `${base(data.accountId)}/${endpoint.id}`
+  const url = `${base(data.home)}/${endpoint.id}`
   const last = delivery.last_attempt
   const timestamp = last ? String(Math.floor(Date.parse(last.at) / 1000)) : undefined
   const header = (name: string, value: Html | string) =>
