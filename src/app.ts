@@ -15,6 +15,7 @@ import { limitPipelining } from './http/connection-limits.js'
 import { AppError, clientErrorHandler, installErrorHandlers, sendProblem, statusOf, toAppError } from './http/errors.js'
 import { BODY_LIMIT, installInputRules } from './http/input.js'
 import { registerOpenApi } from './http/openapi.js'
+import { cachedSerializers } from './http/serialization.js'
 import { validatorCompiler } from './http/validation.js'
 import { installIdempotency } from './idempotency/idempotency.js'
 import { deriveKey } from './lib/crypto.js'
@@ -43,6 +44,7 @@ export async function buildApp(
     // One line per request, written by the onResponse hook below.
     logController: new LogController({ disableRequestLogging: true }),
     genReqId: () => newId('request'),
+    schemaController: { compilersFactory: { buildSerializer: cachedSerializers } },
     clientErrorHandler,
     requestIdHeader: false,
     bodyLimit: BODY_LIMIT,

@@ -28,9 +28,15 @@ function makeAjv(options: Options): Ajv {
   return ajv
 }
 
+/**
+ * One pair of Ajv instances per process: Ajv keeps what it compiled by schema object, and the route
+ * schemas are module constants, so a second app in the process (a test harness) compiles nothing again.
+ */
+let ajvs: { forBodies: Ajv; forText: Ajv } | undefined
+
 export function validatorCompiler(): FastifySchemaCompiler<unknown> {
-  const forBodies = makeAjv({ coerceTypes: false })
-  const forText = makeAjv({ coerceTypes: true })
+  ajvs ??= { forBodies: makeAjv({ coerceTypes: false }), forText: makeAjv({ coerceTypes: true }) }
+  const { forBodies, forText } = ajvs
   return ({ schema, httpPart }) =>
     httpPart === 'body'
       ? forBodies.compile(schema as object)
