@@ -1,3 +1,5 @@
+import { tmpdir } from 'node:os'
+import path from 'node:path'
 import { defineConfig } from 'vitest/config'
 import { BaseSequencer, type TestSpecification } from 'vitest/node'
 
@@ -27,5 +29,8 @@ export default defineConfig({
     // harnesses, servers and clocks.
     isolate: false,
     sequence: { sequencer: LongPolesFirst },
+    // The server, CLI and fixture processes the suites start reuse V8's compiled code of the modules
+    // every earlier start compiled (Node keys the cache by its version).
+    env: { NODE_COMPILE_CACHE: path.join(tmpdir(), 'contacts-api-compile-cache') },
   },
 })
