@@ -176,7 +176,7 @@ export async function measure(
   for (const result of results) {
     if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
       throw new Error(
-        `${label}: ${result.non2xx} error statuses (${JSON.stringify(result.statuses)}), ${result.errors} errors, ${result.timeouts} timeouts`,
+        `${label}: ${result.non2xx} error statuses (${JSON.stringify(result.statuses)}), ${result.errors} errors, ${result.timeouts} timeouts; one more request now: ${await sampleAnswer(target.url, request)}`,
       )
     }
   }
@@ -209,14 +209,29 @@ export interface Captured {
 /** Headers node:http writes itself (or that describe the connection, not the answer). */
 const OWN_HEADERS = new Set(['date', 'connection', 'keep-alive', 'transfer-encoding', 'content-length'])
 
-/** Sends one request of the scenario (n = 0) and checks its status and body; returns the answer. */
-export async function probe(base: string, scenario: Scenario, request: Request): Promise<Captured> {
-  const first = render(request.path, request.body, request.ids ?? [], `probe${randomBytes(3).toString('hex')}`, 0)
-  const res = await fetch(`${base}${first.path}`, {
+/** Sends one request of the scenario, its templates filled with n = 0. */
+async function send(base: string, request: Request, tag: string): Promise<Response> {
+  const first = render(request.path, request.body, request.ids ?? [], `${tag}${randomBytes(3).toString('hex')}`, 0)
+  return fetch(`${base}${first.path}`, {
     method: request.method,
     headers: { ...request.headers, ...(first.body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(first.body === undefined ? {} : { body: first.body }),
   })
+}
+
+/** The status and the start of the body of one more request: wrk counts error statuses, not which. */
+async function sampleAnswer(base: string, request: Request): Promise<string> {
+  try {
+    const res = await send(base, request, 'sample')
+    return `${res.status} ${(await res.text()).slice(0, 300)}`
+  } catch (error) {
+    return String(error)
+  }
+}
+
+/** Sends one request of the scenario and checks its status and body; returns the answer. */
+export async function probe(base: string, scenario: Scenario, request: Request): Promise<Captured> {
+  const res = await send(base, request, 'probe')
   const body = Buffer.from(await res.arrayBuffer())
   if (res.status !== scenario.status) {
     throw new Error(
