@@ -33,6 +33,7 @@ describe('the contact service is the only writer of contacts', () => {
     expect(writers.filter((file) => !file.startsWith('src/db/migrations/'))).toEqual([
       'src/contacts/contact-writes.postgres.ts',
       'src/contacts/contact-writes.sqlite.ts',
+      'src/contacts/contact-writes.ts',
       'src/contacts/contacts.store.ts',
     ])
   })

@@ -80,20 +80,7 @@ const POSTGRES_DELETE = postgres`
   )
   select id, body from contact`
 
-const POSTGRES_PURGE = postgres`
-  delete from contacts where (account_id, id) in (
-    select account_id, id from contacts where account_id = ${'account'} limit ${'limit'})`
-const POSTGRES_PURGE_COUNT = postgres`delete from contact_counts where account_id = ${'account'}`
-
 export const POSTGRES_WRITER: DialectWriter = {
-  async purge(trx, accountId, limit) {
-    const result = await trx.executeQuery(bind(POSTGRES_PURGE, { account: accountId, limit }))
-    const deleted = Number(result.numAffectedRows ?? 0)
-    if (deleted < limit) {
-      await trx.executeQuery(bind(POSTGRES_PURGE_COUNT, { account: accountId }))
-    }
-    return deleted
-  },
   async create(trx, { accountId, shard, now }, rows, events) {
     const tags = tagPairs(rows)
     const terms = termPairs(rows)

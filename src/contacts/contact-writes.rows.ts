@@ -26,8 +26,6 @@ export interface DialectWriter {
   update(trx: Trx, scope: WriteScope, pairs: UpdatePair[], events: NewEvent[]): Promise<void>
   /** The deleted contacts' bodies by id; an id the account does not have is absent. */
   remove(trx: Trx, scope: WriteScope, ids: string[], events: NewEvent[]): Promise<Map<string, string>>
-  /** Deletes up to `limit` of the tenant's contacts without events, and its count once none is left. */
-  purge(trx: Trx, accountId: string, limit: number): Promise<number>
 }
 
 /** The columns of contact rows as parallel arrays, one element per contact. */

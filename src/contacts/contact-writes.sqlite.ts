@@ -60,20 +60,7 @@ async function addToCountOnSqlite(trx: Trx, accountId: string, shard: number, de
   }
 }
 
-const SQLITE_PURGE = sqlite`
-  delete from contacts where (account_id, id) in (
-    select account_id, id from contacts where account_id = ${'account'} limit ${'limit'})`
-const SQLITE_PURGE_COUNT = sqlite`delete from contact_counts where account_id = ${'account'}`
-
 export const SQLITE_WRITER: DialectWriter = {
-  async purge(trx, accountId, limit) {
-    const result = await trx.executeQuery(bind(SQLITE_PURGE, { account: accountId, limit }))
-    const deleted = Number(result.numAffectedRows ?? 0)
-    if (deleted < limit) {
-      await trx.executeQuery(bind(SQLITE_PURGE_COUNT, { account: accountId }))
-    }
-    return deleted
-  },
   async create(trx, { accountId, shard, now }, rows, events) {
     const c = contactColumns(rows)
     const table = c.ids.map((id, i) => [id, c.emails[i], c.searches[i], c.createdAt[i], c.updatedAt[i], c.bodies[i]])

@@ -6,6 +6,7 @@
 // contact service calls it (contact-writers.test.ts checks).
 import { type Tenant, tenantById } from '../accounts/tenant.js'
 import { dialectOf } from '../db/dialect.js'
+import { bind, sqlFor } from '../db/statement.js'
 import type { Trx } from '../db/transaction.js'
 import { type EventType, newEvent } from '../events/events.js'
 import { POSTGRES_WRITER } from './contact-writes.postgres.js'
@@ -115,7 +116,25 @@ export async function purgeTestContacts(trx: Trx, tenant: Tenant, limit: number)
   if (tenant.livemode) {
     throw new Error('purgeTestContacts: a live tenant is never purged')
   }
-  return WRITERS[dialectOf(trx)].purge(trx, tenant.id, limit)
+  const statements = PURGE[dialectOf(trx)]
+  const result = await trx.executeQuery(bind(statements.contacts, { account: tenant.id, limit }))
+  const deleted = Number(result.numAffectedRows ?? 0)
+  if (deleted < limit) {
+    await trx.executeQuery(bind(statements.count, { account: tenant.id }))
+  }
+  return deleted
 }
+
+/** Tag and term rows go with their contact (on delete cascade). */
+const purgeStatements = (dialect: 'postgres' | 'sqlite') => {
+  const sql = sqlFor(dialect)
+  return {
+    contacts: sql`
+      delete from contacts where (account_id, id) in (
+        select account_id, id from contacts where account_id = ${'account'} limit ${'limit'})`,
+    count: sql`delete from contact_counts where account_id = ${'account'}`,
+  }
+}
+const PURGE = { postgres: purgeStatements('postgres'), sqlite: purgeStatements('sqlite') }
 
 const WRITERS: Record<'postgres' | 'sqlite', DialectWriter> = { postgres: POSTGRES_WRITER, sqlite: SQLITE_WRITER }
