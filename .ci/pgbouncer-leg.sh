@@ -108,7 +108,7 @@ export PORT="$load_port" LOG_LEVEL=warn RATE_LIMIT_PER_SECOND=0 WEBHOOK_WORKER=o
 if [ -f dist/main.js ] && [ -z "$(find src -name '*.ts' -newer dist/main.js -print -quit)" ]; then
   main=(node dist/main.js)
 else
-  main=(npx tsx src/main.ts)
+  main=(node --import tsx src/main.ts) # one process: a kill of $server_pid stops the server itself
 fi
 key="$("${main[@]}" accounts create --name 'PgBouncer load' --json | node -e '
   let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(JSON.parse(s).api_key.secret))')"
