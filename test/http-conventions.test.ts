@@ -6,6 +6,7 @@ import type { InjectOptions, LightMyRequestResponse } from 'fastify'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { buildApp } from '../src/app.js'
 import { closeDeps, createDeps } from '../src/deps.js'
+import { eventPayload } from '../src/webhooks/payload.js'
 import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness, testConfig } from './harness.js'
 import { expectProblem } from './helpers.js'
@@ -514,6 +515,35 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expectDocumented(await t.inject(null, { method: 'GET', url: '/api/v1/me' }), '/api/v1/me', 'get')
     expectDocumented(await t.app.inject({ method: 'GET', url: '/healthz' }), '/healthz', 'get')
     expectDocumented(await t.app.inject({ method: 'GET', url: '/readyz?%00' }), '/readyz', 'get')
+  })
+
+  it('the documented webhook bodies accept what a delivery sends, in both modes', async () => {
+    const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
+    const ajv = new Ajv({ strict: false, validateSchema: false, allErrors: true })
+    addFormats(ajv)
+    ajv.addSchema(doc, 'openapi.json')
+    const account = await t.createAccount()
+    for (const as of [account, await t.testMode(account)]) {
+      const created = await t.inject(as, { method: 'POST', url: '/api/v1/contacts', payload: full })
+      const id = created.json().id
+      await t.inject(as, { method: 'PATCH', url: `/api/v1/contacts/${id}`, payload: { tags: ['b'] } })
+      await t.inject(as, { method: 'DELETE', url: `/api/v1/contacts/${id}` })
+      const { events } = (await t.inject(as, { method: 'GET', url: '/api/v1/events?limit=10' })).json()
+      expect(events.map((event: { type: string }) => event.type).sort()).toEqual([
+        'contact.created',
+        'contact.deleted',
+        'contact.updated',
+      ])
+      for (const event of events) {
+        const body = JSON.parse(eventPayload(JSON.stringify(event)))
+        const operation = doc.webhooks[event.type].post
+        const validate = ajv.compile({
+          $ref: `openapi.json#/webhooks/${event.type}/post/requestBody/content/application~1json/schema`,
+        })
+        expect(operation, event.type).toBeDefined()
+        expect(validate(body), `${event.type}: ${JSON.stringify(validate.errors)}`).toBe(true)
+      }
+    }
   })
 
   it('serves the reference page at /docs and the error catalogue at /docs/errors', async () => {

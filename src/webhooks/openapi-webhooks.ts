@@ -15,6 +15,9 @@ const payloadSchema = (type: string, object: TSchema, description: string) =>
     {
       type: Type.Literal(type),
       timestamp: { ...Timestamp, description: 'When the event happened (its created_at).' },
+      livemode: Type.Boolean({
+        description: "The mode of the key's data the event is of: true live, false test (docs/test-mode.md).",
+      }),
       data: Type.Object({ object }, { additionalProperties: false }),
     },
     { additionalProperties: false, description },

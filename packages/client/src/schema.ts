@@ -1005,6 +1005,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             timestamp: string;
+            /** @description The mode of the key's data the event is of: true live, false test (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -1041,6 +1043,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             timestamp: string;
+            /** @description The mode of the key's data the event is of: true live, false test (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -1121,6 +1125,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             timestamp: string;
+            /** @description The mode of the key's data the event is of: true live, false test (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 object: components["schemas"]["Contact"];
             };
@@ -1449,6 +1455,8 @@ export interface components {
              * @example 2026-11-22T10:00:00.000Z
              */
             timestamp: string;
+            /** @description The mode of the key's data the event is of: true live, false test (docs/test-mode.md). */
+            livemode: boolean;
             data: {
                 /** @description The endpoint the test was sent to. */
                 object: {
