@@ -107,7 +107,12 @@ describe.each(testDialects())('test mode on %s', (dialect) => {
     for (let i = 0; i < 3; i++) {
       expect((await create(sandbox, { first_name: `T${i}` })).statusCode).toBe(201)
     }
-    expectProblem(await create(sandbox, { first_name: 'One too many' }), 403, 'quota_exceeded')
+    const refused = await create(sandbox, { first_name: 'One too many' })
+    expectProblem(refused, 403, 'quota_exceeded')
+    // It names the test quota: the live one is far from reached.
+    expect(refused.json().detail).toBe(
+      "This account's test mode has reached its limit of 3 test contacts; delete some, or all test data, to create more.",
+    )
     expect((await create(account, { first_name: 'Live still works' })).statusCode).toBe(201)
   })
 

@@ -5,6 +5,7 @@
 // Why, and how far concurrent creates can overshoot: docs/api-decisions.md, "Contact quota".
 import { randomInt } from 'node:crypto'
 import { sql } from 'kysely'
+import type { Tenant } from '../accounts/tenant.js'
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 
@@ -19,6 +20,11 @@ export async function contactCount(db: Db, accountId: string): Promise<number> {
   return Number(rows[0]?.n ?? 0)
 }
 
-/** 403 quota_exceeded: a create that would take the account past `max` contacts. */
-export const quotaExceeded = (max: number): AppError =>
-  new AppError('quota_exceeded', `This account has reached its limit of ${max} contacts; delete some to create more.`)
+/** 403 quota_exceeded: a create that would take the tenant past `max` contacts; it names the mode's quota. */
+export const quotaExceeded = (tenant: Tenant, max: number): AppError =>
+  new AppError(
+    'quota_exceeded',
+    tenant.livemode
+      ? `This account has reached its limit of ${max} contacts; delete some to create more.`
+      : `This account's test mode has reached its limit of ${max} test contacts; delete some, or all test data, to create more.`,
+  )

@@ -76,7 +76,7 @@ export async function runOperations(
       return { error: contactExists(owner) }
     }
     if (count >= scope.maxContacts) {
-      return { error: quotaExceeded(scope.maxContacts) }
+      return { error: quotaExceeded(tenant, scope.maxContacts) }
     }
     count++
     const known = record({ type: 'create', contact }, contact)

@@ -147,7 +147,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
         write(async (trx, shard) => {
           const written = await writeContacts(trx, { accountId, shard, now: at }, [{ type: 'create', contact }])
           if ((written.count ?? (await contactCount(trx, accountId))) > maxContacts) {
-            throw quotaExceeded(maxContacts)
+            throw quotaExceeded(tenant, maxContacts)
           }
           const stored = { contact, body: written.bodies[0] as string }
           await options.inTransaction?.(trx, stored)
@@ -176,7 +176,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
             const contact = newContact(tenant, input, at)
             const written = await writeContacts(trx, scope, [{ type: 'create', contact }])
             if ((written.count ?? (await contactCount(trx, accountId))) > maxContacts) {
-              throw quotaExceeded(maxContacts)
+              throw quotaExceeded(tenant, maxContacts)
             }
             result = { contact, body: written.bodies[0] as string, created: true }
           }

@@ -238,7 +238,7 @@ async function quotaProblem(
   return {
     row: 0,
     field: 'file',
-    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} ${created === 1 ? 'contact' : 'contacts'}, and the account has ${count.toLocaleString('en')} of its limit of ${max.toLocaleString('en')}. Delete some contacts or import fewer.`,
+    message: `Nothing was imported: the file would create ${created.toLocaleString('en')} ${created === 1 ? 'contact' : 'contacts'}, and the account has ${count.toLocaleString('en')} of its limit of ${max.toLocaleString('en')}${tenantById(accountId).livemode ? '' : ' in test mode'}. Delete some contacts or import fewer.`,
   }
 }
 
