@@ -34,6 +34,10 @@ describe.each(testDialects())('test mode in the web app on %s', (dialect) => {
     // The API & Webhooks page switches to the same page in the other mode.
     const keys = await client.get(`/app/${accountId}/test/settings/api`)
     expect(keys.body).toContain(`href="/app/${accountId}/settings/api" role="switch"`)
+    // And the webhooks page to the other mode's webhooks, under the same header tab.
+    const webhooks = await client.get(`/app/${accountId}/test/settings/api/webhooks`)
+    expect(webhooks.body).toContain(`href="/app/${accountId}/settings/api/webhooks" role="switch"`)
+    expect(webhooks.body).toMatch(/settings\/api" aria-current="page">API &amp; Webhooks/)
   })
 
   it('a key made in test mode is a test key, listed in test mode only, and acts on test data', async () => {

@@ -132,7 +132,7 @@ function testDataSection(home: string, testData: { mayDelete: boolean; deletingS
 <div class="card">${
     testData.deletingSince
       ? html`<p role="status">All test data is being deleted (asked for ${date(testData.deletingSince)}). Reload to see what is left.</p>`
-      : html`<p>Delete every test-mode contact, event, webhook endpoint and delivery, and import of this account. Test keys stay; live mode is not touched.</p>
+      : html`<p>Delete every test-mode contact, event, webhook endpoint and delivery, import and stored Idempotency-Key answer of this account. Test keys stay; live mode is not touched.</p>
 ${testData.mayDelete ? html`<p><a class="button danger" href="${home}/settings/test-data/delete">Delete all test data…</a></p>` : html`<p class="hint">Owners and admins can delete the test data.</p>`}`
   }</div>`
 }

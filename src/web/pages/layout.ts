@@ -5,7 +5,8 @@ import type { AccountMembership } from '../../users/users.store.js'
 import type { Role } from '../../users/users.table.js'
 import { type Html, html } from '../html.js'
 
-export type Section = 'contacts' | 'settings' | 'api' | 'members' | 'sessions'
+/** `webhooks`: the webhook pages of API & Webhooks, so the mode switch leads to the other mode's. */
+export type Section = 'contacts' | 'settings' | 'api' | 'webhooks' | 'members' | 'sessions'
 
 export interface PageContext {
   csrf: string
@@ -26,12 +27,13 @@ const homeOf = (account: Account, tenant: Tenant | undefined) =>
 
 /**
  * The header's switch between the modes: a link, so it works without script. It leads to the same
- * section in the other mode where both have it (contacts, API & Webhooks), else to contacts.
+ * section in the other mode where both have it (contacts, API keys, webhooks), else to contacts.
  */
 function modeSwitch(context: PageContext, account: Account): Html {
   const testing = context.tenant?.livemode === false
   const other = `/app/${account.id}${testing ? '' : '/test'}`
-  const target = context.section === 'api' ? `${other}/settings/api` : `${other}/contacts`
+  const paths: Partial<Record<Section, string>> = { api: '/settings/api', webhooks: '/settings/api/webhooks' }
+  const target = `${other}${(context.section && paths[context.section]) ?? '/contacts'}`
   return html`<a class="switch" href="${target}" role="switch" aria-checked="${testing ? 'true' : 'false'}"><span class="track" aria-hidden="true"></span>Test mode</a>`
 }
 
@@ -78,7 +80,7 @@ function settingsTabs(context: PageContext): Html {
   // Members and sessions belong to the account, whatever the mode: their tabs lead to live mode.
   const base = `/app/${account.id}/settings`
   return html`<nav class="tabs" aria-label="Settings">
-<a href="${homeOf(account, context.tenant)}/settings/api" ${current(section === 'api')}>API &amp; Webhooks</a>
+<a href="${homeOf(account, context.tenant)}/settings/api" ${current(section === 'api' || section === 'webhooks')}>API &amp; Webhooks</a>
 ${context.role === 'owner' ? html`<a href="${base}/members" ${current(section === 'members')}>Members</a>` : ''}
 <a href="${base}/sessions" ${current(section === 'sessions')}>Your sessions</a>
 </nav>`

@@ -52,7 +52,7 @@ export function webhooksListPage(
   const names = new Map(endpoints.map((endpoint): [string, string] => [endpoint.id, endpoint.url]))
   return layout(
     'Webhooks',
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     html`<h1>API &amp; Webhooks</h1>
 ${apiSubnav(home, 'webhooks')}
 ${alerts(data)}
@@ -90,7 +90,7 @@ export function newEndpointPage(
     html`<label class="check"><input type="checkbox" name="events" value="${value}" ${events.includes(value) ? html`checked` : ''}> ${label}</label>`
   return layout(
     'Add a webhook endpoint',
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     html`<div class="card">
 <h1>Add a webhook endpoint</h1>
 ${alerts({ error: data.error })}
@@ -114,7 +114,7 @@ export function secretOncePage(
   const endpointPage = `${base(data.home)}/${data.endpoint.id}`
   return layout(
     'Webhook signing secret',
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     data.secret === undefined
       ? html`<div class="card narrow">
 <h1>Secret already shown</h1>
@@ -149,7 +149,7 @@ export function endpointPage(
   const enabled = endpoint.status === 'enabled'
   return layout(
     'Webhook endpoint',
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     html`<p><a href="${base(data.home)}">← Webhooks</a></p>
 <h1>Webhook endpoint <span class="mono">${endpoint.url}</span></h1>
 ${alerts(data)}
@@ -205,7 +205,7 @@ ${
 export function deleteEndpointPage(context: PageContext, data: { home: string; endpoint: WebhookEndpoint }): Html {
   const url = `${base(data.home)}/${data.endpoint.id}`
   return confirmPage(
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     {
       title: 'Delete webhook endpoint',
       heading: html`Delete this endpoint?`,
@@ -220,7 +220,7 @@ export function deleteEndpointPage(context: PageContext, data: { home: string; e
 export function rollNowConfirmPage(context: PageContext, data: { home: string; endpoint: WebhookEndpoint }): Html {
   const url = `${base(data.home)}/${data.endpoint.id}`
   return confirmPage(
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     {
       title: 'Roll signing secret',
       heading: html`Roll the secret now?`,
@@ -253,7 +253,7 @@ export function deliveryPage(
     html`<tr><th class="mono">${name}</th><td class="mono">${value}</td></tr>`
   return layout(
     'Webhook delivery',
-    { ...context, section: 'api' },
+    { ...context, section: 'webhooks' },
     html`<p><a href="${url}">← ${endpoint.url}</a></p>
 <h1>Delivery <span class="mono">${delivery.id}</span></h1>
 ${alerts(data)}
