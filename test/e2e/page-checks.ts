@@ -80,8 +80,11 @@ export async function axeViolations(page: Page): Promise<string[]> {
     .map((v) => `${v.impact} ${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`)
 }
 
-/** Asserts the page's layout and accessibility, and saves its screenshot when SCREENSHOTS=1. */
-export async function checkPage(page: Page, viewport: Viewport, name: string): Promise<void> {
+/**
+ * Asserts the page's layout and accessibility, and saves its screenshot when SCREENSHOTS=1 unless
+ * `saved` is false: docs/screenshots/ keeps within its budget by leaving out pages a saved one shows.
+ */
+export async function checkPage(page: Page, viewport: Viewport, name: string, saved = true): Promise<void> {
   // A click on a link resolves before the next page is loaded: checked mid-load, its body could
   // still be null (CI's Node 26 leg once read document.body.scrollWidth of a page not yet parsed).
   await page.waitForLoadState('load')
@@ -91,7 +94,7 @@ export async function checkPage(page: Page, viewport: Viewport, name: string): P
     .soft(layout.scrollWidth, `${name} at ${viewport.width} px: document wider than the viewport`)
     .toBeLessThanOrEqual(layout.innerWidth)
   expect.soft(await axeViolations(page), `${name} at ${viewport.width} px: axe-core`).toEqual([])
-  if (SAVE_SCREENSHOTS) {
+  if (SAVE_SCREENSHOTS && saved) {
     await saveScreenshot(page, `${name}-${viewport.name}`)
   }
 }
