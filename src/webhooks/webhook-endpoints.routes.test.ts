@@ -567,7 +567,7 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
         const ref = post.requestBody.content['application/json']?.schema.$ref ?? ''
         const name = ref.replace('#/components/schemas/', '')
         const body = doc.components.schemas[name]
-        expect(body.required).toEqual(['type', 'timestamp', 'data'])
+        expect(body.required).toEqual(['type', 'timestamp', 'livemode', 'data'])
         expect(body.properties.type.const).toBe(type)
         if (type.startsWith('contact.')) {
           expect(body.properties.data.properties.object).toEqual({ $ref: '#/components/schemas/Contact' })
