@@ -1,6 +1,7 @@
 // The writes of one contact (contact-writes.ts): on PostgreSQL each is one statement between BEGIN
 // and COMMIT, and on every dialect they leave the contact, its tag and term rows (only the changed
 // ones rewritten), the count and the event.
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
@@ -94,6 +95,48 @@ describe.each(testDialects())('contact writes on %s', (dialect) => {
 
       expect((await t.inject(acme, { method: 'DELETE', url: `/api/v1/contacts/${id}` })).statusCode).toBe(204)
       expect(writeStatements()).toEqual(['begin', 'with contact as', 'commit'])
+    },
+  )
+
+  // Named statements are per connection, and only without a transaction pooler (db/database.ts).
+  // Sequential requests take the pool's most recently idle connection, as the query below does.
+  it.runIf(dialect === 'postgres' && !process.env.TEST_POOLER_URL)(
+    "the writes are prepared, and one contact's settle on generic plans instead of being planned per call",
+    async () => {
+      const created = await t.inject(acme, {
+        method: 'POST',
+        url: '/api/v1/contacts',
+        payload: { email: 'plans@example.com', tags: ['a'] },
+      })
+      const id = created.json().id as string
+      for (let i = 0; i < 10; i++) {
+        const patched = await t.inject(acme, {
+          method: 'PATCH',
+          url: `/api/v1/contacts/${id}`,
+          payload: { first_name: `Name ${i}`, tags: [`tag ${i}`] },
+        })
+        expect(patched.statusCode, patched.body).toBe(200)
+      }
+      // A group of several: its statement is prepared too (custom plans: they know the arrays).
+      const batch = await t.inject(acme, {
+        method: 'POST',
+        url: '/api/v1/contacts/batch',
+        payload: {
+          operations: [
+            { op: 'create', contact: { email: 'plans-2@example.com' } },
+            { op: 'create', contact: { email: 'plans-3@example.com' } },
+          ],
+        },
+      })
+      expect(batch.statusCode, batch.body).toBe(200)
+      const prepared = await sql<{ statement: string; generic_plans: number; custom_plans: number }>`
+        select statement, generic_plans::int, custom_plans::int from pg_prepared_statements`.execute(t.db)
+      const rows = prepared.rows.filter((row) => /with contact as \(\s+update contacts/.test(row.statement))
+      expect(rows, JSON.stringify(rows)).toHaveLength(1)
+      expect(rows[0]?.generic_plans, JSON.stringify(rows)).toBeGreaterThan(0)
+      expect(
+        prepared.rows.filter((row) => /insert into contacts[^;]+ as r\(id, email_lower/.test(row.statement)),
+      ).toHaveLength(1)
     },
   )
 
