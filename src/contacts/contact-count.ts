@@ -4,8 +4,9 @@
 // concurrent writers rarely meet on a row and a transaction waiting on a shard holds no other one.
 // Why, and how far concurrent creates can overshoot: docs/api-decisions.md, "Contact quota".
 import { randomInt } from 'node:crypto'
-import { sql } from 'kysely'
 import type { Tenant } from '../accounts/tenant.js'
+import { dialectOf } from '../db/dialect.js'
+import { bind, sqlFor } from '../db/statement.js'
 import type { Db } from '../db/transaction.js'
 import { AppError } from '../http/errors.js'
 
@@ -15,9 +16,15 @@ export const COUNT_SHARDS = 64
 export const pickCountShard = (): number => randomInt(COUNT_SHARDS)
 
 export async function contactCount(db: Db, accountId: string): Promise<number> {
-  const { rows } = await sql<{ n: number | string | null }>`
-    select sum(n) as n from contact_counts where account_id = ${accountId}`.execute(db)
+  const { rows } = await db.executeQuery<{ n: number | string | null }>(
+    bind(COUNT[dialectOf(db)], { account: accountId }),
+  )
   return Number(rows[0]?.n ?? 0)
+}
+
+const COUNT = {
+  postgres: sqlFor('postgres')`select sum(n) as n from contact_counts where account_id = ${'account'}`,
+  sqlite: sqlFor('sqlite')`select sum(n) as n from contact_counts where account_id = ${'account'}`,
 }
 
 /** 403 quota_exceeded: a create that would take the tenant past `max` contacts; it names the mode's quota. */
