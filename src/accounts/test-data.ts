@@ -9,6 +9,7 @@ import type { ContactService } from '../contacts/contact-service.js'
 import type { Database } from '../db/schema.js'
 import { inTransaction } from '../db/transaction.js'
 import type { Clock } from '../lib/clock.js'
+import { coalescedRun } from '../lib/coalesced-run.js'
 import { type Tenant, tenantById } from './tenant.js'
 
 /** Rows one transaction deletes at most: a few milliseconds of the database (docs/design.md#fair-share). */
@@ -78,11 +79,8 @@ export function createTestDataPurger(deps: {
   clock: Clock
 }): TestDataPurger {
   const { db } = deps
-  let running: Promise<void> | undefined
-  let again = false
-  let stopped = false
-  let timer: NodeJS.Timeout | undefined
   let report: (error: unknown) => void = () => {}
+  const purging = coalescedRun(purgeMarked, (error) => report(error))
 
   async function purgeMarked(): Promise<void> {
     for (;;) {
@@ -93,12 +91,12 @@ export function createTestDataPurger(deps: {
         .limit(10)
         .execute()
       const tenants = marked.map((row) => tenantById(row.id)).filter((tenant) => !tenant.livemode)
-      if (tenants.length === 0 || stopped) {
+      if (tenants.length === 0 || purging.stopped) {
         return
       }
       for (const tenant of tenants) {
         await purgeTenant(tenant)
-        if (stopped) {
+        if (purging.stopped) {
           return
         }
         // Cleared only if nobody asked again meanwhile: then it runs once more.
@@ -116,11 +114,11 @@ export function createTestDataPurger(deps: {
   /** Every table of the tenant, a batch per transaction with a turn of the event loop between. */
   async function purgeTenant(tenant: Tenant): Promise<void> {
     for (const [table, key] of TABLES) {
-      while (!stopped && (await purgeBatch(table, key, tenant.id)) === PURGE_BATCH) {
+      while (!purging.stopped && (await purgeBatch(table, key, tenant.id)) === PURGE_BATCH) {
         await new Promise((resolve) => setImmediate(resolve))
       }
     }
-    while (!stopped && (await deps.contacts.purgeTest(tenant, PURGE_BATCH)) === PURGE_BATCH) {
+    while (!purging.stopped && (await deps.contacts.purgeTest(tenant, PURGE_BATCH)) === PURGE_BATCH) {
       await new Promise((resolve) => setImmediate(resolve))
     }
   }
@@ -133,42 +131,17 @@ export function createTestDataPurger(deps: {
     return Number(result.numAffectedRows ?? 0)
   }
 
-  function wake(): void {
-    if (stopped) {
-      return
-    }
-    if (running) {
-      again = true
-      return
-    }
-    running = purgeMarked()
-      .catch(report)
-      .finally(() => {
-        running = undefined
-        if (again) {
-          again = false
-          wake()
-        }
-      })
-  }
-
   return {
-    wake,
+    wake: purging.wake,
     start(onError) {
       report = onError
-      wake()
-      timer = setInterval(wake, POLL_MS)
-      timer.unref()
+      purging.poll(POLL_MS)
     },
-    async stop() {
-      stopped = true
-      clearInterval(timer)
-      await running
-    },
+    stop: purging.stop,
     async drain() {
-      wake()
-      while (running) {
-        await running
+      purging.wake()
+      while (purging.current) {
+        await purging.current
       }
     },
   }

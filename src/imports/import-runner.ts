@@ -6,6 +6,7 @@ import type { SqliteConfig } from '../config.js'
 import type { ContactService } from '../contacts/contact-service.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
+import { coalescedRun } from '../lib/coalesced-run.js'
 import { createImportChecker, type ImportChecker } from './import-check.js'
 import { ImportInterrupted, runImport, WRITE_CHUNK_ROWS } from './import-job.js'
 import { claimNextImport, releaseImport } from './imports.store.js'
@@ -59,9 +60,6 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
   }
   const running = new Map<string, Promise<void>>()
   const stopping = new AbortController()
-  let filling: Promise<void> | undefined
-  let again = false
-  let timer: NodeJS.Timeout | undefined
   let report: (error: unknown, job: { accountId: string; id: string }) => void = () => {}
 
   async function fill(): Promise<void> {
@@ -87,38 +85,19 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
     }
   }
 
-  function wake(): void {
-    if (stopping.signal.aborted) {
-      return
-    }
-    if (filling) {
-      again = true
-      return
-    }
-    filling = fill()
-      .catch((error: unknown) => report(error, { accountId: '', id: '' }))
-      .finally(() => {
-        filling = undefined
-        if (again) {
-          again = false
-          wake()
-        }
-      })
-  }
+  const filling = coalescedRun(fill, (error) => report(error, { accountId: '', id: '' }))
+  const wake = filling.wake
 
   return {
     csvWorker: jobDeps.checker,
     wake,
     start(onError) {
       report = onError
-      wake()
-      timer = setInterval(wake, options.pollMs ?? POLL_MS)
-      timer.unref()
+      filling.poll(options.pollMs ?? POLL_MS)
     },
     async stop() {
-      clearInterval(timer)
       stopping.abort()
-      await filling
+      await filling.stop()
       await Promise.all(running.values())
     },
     async close() {
@@ -127,8 +106,8 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
     async drain() {
       wake()
       // A job ending wakes the runner again, which claims any job queued meanwhile.
-      while (filling || running.size > 0) {
-        await filling
+      while (filling.current || running.size > 0) {
+        await filling.current
         await Promise.all(running.values())
       }
     },
