@@ -109,6 +109,7 @@ export async function createTestHarness(options: {
         expiresAt: keyOptions.expiresAt ?? null,
         now: deps.clock.now(),
         prefix: config.keyPrefix,
+        createdBy: null,
       })
       return secret
     },
@@ -119,6 +120,7 @@ export async function createTestHarness(options: {
         expiresAt: null,
         now: deps.clock.now(),
         prefix: config.keyPrefix,
+        createdBy: null,
       })
       return { ...account, key: secret, keyId: apiKey.id }
     },

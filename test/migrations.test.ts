@@ -344,6 +344,48 @@ describe.each(testDialects())('migrations on %s', (dialect) => {
     expect(await migrateToLatest(database)).toEqual(downAgain.reverse())
   })
 
+  it("the key creator migration learns each key's creator from the audit log, a rolled key's from its roll", async () => {
+    const { account, apiKey } = await createAccountWithKey(database.db, {
+      name: 'Creators',
+      now: new Date(),
+      keyPrefix: 'service',
+    })
+    const undone: string[] = []
+    while (!undone.includes('20261128T120000_api_key_creator')) {
+      const [name] = await migrateDown(database)
+      expect(name).toBeDefined()
+      undone.push(name as string)
+    }
+    // As the previous release stored them: keys without a creator, the audit log naming who acted.
+    const key = (id: string) => sql`insert into api_keys (account_id, id, name, key_hash, last4, scopes, created_at)
+      values (${account.id}, ${id}, 'k', ${`hash-${id}`}, 'abcd', '["read"]', '2026-11-27T10:00:00.000Z')`
+    const entry = (id: string, actor: string | null, action: string, target: string, detail: string) =>
+      sql`insert into audit_log (account_id, id, at, actor_user_id, action, target_id, detail)
+        values (${account.id}, ${id}, '2026-11-27T10:00:00.000Z', ${actor}, ${action}, ${target}, ${detail})`
+    await key('key_web').execute(database.db)
+    await key('key_rolled').execute(database.db)
+    await entry('aud_1', 'usr_ada', 'api_key.created', 'key_web', '{"name":"k"}').execute(database.db)
+    await entry('aud_2', 'usr_bob', 'api_key.rolled', 'key_web', '{"name":"k","new_key_id":"key_rolled"}').execute(
+      database.db,
+    )
+
+    expect(await migrateToLatest(database)).toEqual(undone.reverse())
+    const creators = await database.db
+      .selectFrom('api_keys')
+      .select(['id', 'created_by_user_id'])
+      .where('account_id', '=', account.id)
+      .orderBy('id')
+      .execute()
+    // The account's first key was made on the command line (no actor): no creator.
+    expect(creators).toEqual(
+      [
+        { id: apiKey.id, created_by_user_id: null },
+        { id: 'key_rolled', created_by_user_id: 'usr_bob' },
+        { id: 'key_web', created_by_user_id: 'usr_ada' },
+      ].sort((a, b) => (a.id < b.id ? -1 : 1)),
+    )
+  })
+
   it('every tenant table leads its primary key, foreign keys and unique indexes with account_id', async () => {
     const shape = await describeSchema(database)
     expect(shape.primaryKeys.accounts).toEqual(['id'])

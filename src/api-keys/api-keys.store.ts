@@ -1,7 +1,7 @@
 // API key storage, tenant-scoped but for the lookups by digest (how a request finds its tenant) and
 // by id (the CLI). Changes with their audit entry and revocation push: key-lifecycle.ts.
 import type { Kysely } from 'kysely'
-import { type Tenant, tenantById } from '../accounts/tenant.js'
+import { liveTenant, type Tenant, tenantById, testTenant } from '../accounts/tenant.js'
 import type { Database } from '../db/schema.js'
 import { newId } from '../lib/ids.js'
 import { generateApiKey, hashApiKey, parseStoredScopes, redactApiKey, type Scope } from './api-key.js'
@@ -18,6 +18,8 @@ export interface ApiKey {
   expires_at: string | null
   revoked_at: string | null
   last_used_at: string | null
+  /** The person who created it; null when made on the command line. */
+  created_by_user_id: string | null
 }
 
 /** A key with its digest, by which every instance's verification cache knows it. */
@@ -32,6 +34,7 @@ export interface IssueApiKeyInput {
   expiresAt: Date | null
   now: Date
   prefix: string
+  createdBy: string | null
 }
 
 export async function issueApiKey(
@@ -51,6 +54,7 @@ export async function issueApiKey(
     expires_at: input.expiresAt?.toISOString() ?? null,
     revoked_at: null,
     last_used_at: null,
+    created_by_user_id: input.createdBy,
   }
   await db.insertInto('api_keys').values(row).execute()
   return { apiKey: toApiKey(row, input.prefix), secret }
@@ -91,6 +95,26 @@ export async function findKeyByHash(
 export async function listApiKeys(db: Kysely<Database>, accountId: string, prefix: string): Promise<ApiKey[]> {
   const rows = await db.selectFrom('api_keys').selectAll().where('account_id', '=', accountId).orderBy('id').execute()
   return rows.map((row) => toApiKey(row, prefix))
+}
+
+/** The keys of the account (either mode) that this person created and that still work. */
+export async function listActiveKeysCreatedBy(
+  db: Kysely<Database>,
+  accountId: string,
+  userId: string,
+  prefix: string,
+  now: Date,
+): Promise<StoredApiKey[]> {
+  const rows = await db
+    .selectFrom('api_keys')
+    .selectAll()
+    .where('account_id', 'in', [liveTenant(accountId).id, testTenant(accountId).id])
+    .where('created_by_user_id', '=', userId)
+    .where('revoked_at', 'is', null)
+    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now.toISOString())]))
+    .orderBy('id')
+    .execute()
+  return rows.map((row) => ({ apiKey: toApiKey(row, prefix), keyHash: row.key_hash }))
 }
 
 /** Finds a key by id alone: for the CLI, where an operator names a key without its account. */
@@ -212,5 +236,6 @@ function toApiKey(row: ApiKeysTable, prefix: string): ApiKey {
     expires_at: row.expires_at,
     revoked_at: row.revoked_at,
     last_used_at: row.last_used_at,
+    created_by_user_id: row.created_by_user_id,
   }
 }

@@ -11,6 +11,8 @@ export interface ApiKeysTable {
   expires_at: string | null
   revoked_at: string | null
   last_used_at: string | null
+  /** The person who created it (in the web app); null for a key made on the command line. */
+  created_by_user_id: string | null
 }
 
 /** Requests per key per UTC day, for the usage chart. */

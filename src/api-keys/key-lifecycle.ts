@@ -55,7 +55,7 @@ export async function issueKeyIn(
   now: Date,
   keyPrefix: string,
 ): Promise<IssuedKey> {
-  const issued = await issueApiKey(trx, accountId, { ...key, now, prefix: keyPrefix })
+  const issued = await issueApiKey(trx, accountId, { ...key, now, prefix: keyPrefix, createdBy: actor?.userId ?? null })
   const { id, name, scopes, expires_at } = issued.apiKey
   const detail = { name, scopes, expires_at }
   await recordAudit(trx, accountId, { action: 'api_key.created', targetId: id, actor, detail }, now)
@@ -101,6 +101,7 @@ export async function rollKey(
       expiresAt: null,
       now,
       prefix: deps.config.keyPrefix,
+      createdBy: actor?.userId ?? null,
     })
     const detail = { name: old.name, new_key_id: issued.apiKey.id, old_key_expires_at: oldExpiresAt.toISOString() }
     await recordAudit(trx, old.account_id, { action: 'api_key.rolled', targetId: old.id, actor, detail }, now)

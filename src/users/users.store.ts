@@ -64,6 +64,19 @@ export async function findUser(db: Db, userId: string): Promise<User | undefined
   return db.selectFrom('users').select(['id', 'email', 'created_at']).where('id', '=', userId).executeTakeFirst()
 }
 
+/** The emails of these people, by user id. */
+export async function userEmails(db: Db, userIds: readonly string[]): Promise<Map<string, string>> {
+  if (userIds.length === 0) {
+    return new Map()
+  }
+  const rows = await db
+    .selectFrom('users')
+    .select(['id', 'email'])
+    .where('id', 'in', [...new Set(userIds)])
+    .execute()
+  return new Map(rows.map((row) => [row.id, row.email]))
+}
+
 /** The accounts a person belongs to, oldest first. */
 export async function listMemberships(db: Db, userId: string): Promise<AccountMembership[]> {
   const rows = await db

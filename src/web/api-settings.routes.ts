@@ -11,6 +11,7 @@ import { KEY_ACTIONS, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, lis
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
+import { userEmails } from '../users/users.store.js'
 import { FormBody, formValues } from './forms.js'
 import { NoticeQuery, noticeOf } from './notices.js'
 import { ACTIVITY_SHOWN } from './pages/activity.js'
@@ -88,8 +89,18 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       listKeyUsage(db, accountId, days[0] ?? ''),
     ])
     const counts = new Map(usage.map((u) => [`${u.key_id}|${u.day}`, Number(u.requests)]))
+    const creators = await userEmails(
+      db,
+      keys.flatMap((key) => key.created_by_user_id ?? []),
+    )
+    const createdBy = ({ created_by_user_id: userId }: ApiKey) =>
+      userId === null ? 'the command line' : (creators.get(userId) ?? 'a deleted person')
     // Newest first: the key just created or rolled is at the top.
-    const rows = keys.reverse().map((key) => ({ key, usage: days.map((day) => counts.get(`${key.id}|${day}`) ?? 0) }))
+    const rows = keys.reverse().map((key) => ({
+      key,
+      usage: days.map((day) => counts.get(`${key.id}|${day}`) ?? 0),
+      createdBy: createdBy(key),
+    }))
     return { rows, days }
   }
 

@@ -21,6 +21,8 @@ export interface KeyRow {
   key: ApiKey
   /** Requests per day, oldest first, USAGE_DAYS entries. */
   usage: number[]
+  /** Who created it: an email, or how it was made. */
+  createdBy: string
 }
 
 /** last_used_at is written at most once a minute per key: a recent one reads "within the last minute". */
@@ -88,11 +90,11 @@ ${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` :
 ${
   data.keys.length === 0
     ? html`<tr><td colspan="9" class="hint">No keys yet.</td></tr>`
-    : data.keys.map(({ key, usage }) => {
+    : data.keys.map(({ key, usage, createdBy }) => {
         const state = keyState(key, data.now)
         return html`<tr data-key-id="${key.id}">
 <td data-label="Name">${key.name}</td><td class="mono" data-label="Key">${key.redacted}</td><td data-label="Access">${key.scopes.includes('write') ? 'full' : 'read-only'}</td>
-<td class="optional" data-label="Created">${date(key.created_at)}</td><td data-label="Last used">${lastUsed(key.last_used_at, data.now)}</td>
+<td class="optional" data-label="Created">${date(key.created_at)}<br><span class="hint">by ${createdBy}</span></td><td data-label="Last used">${lastUsed(key.last_used_at, data.now)}</td>
 <td data-label="Expires">${key.expires_at ? date(key.expires_at) : 'Never'}</td>
 <td data-label="Status"><span class="status ${state}">${state}</span></td>
 <td data-label="Requests, ${USAGE_DAYS} days">${usageChart(usage, data.days)}</td>
