@@ -5,7 +5,8 @@ export interface WebClient {
   cookies: Map<string, string>
   get(url: string): Promise<LightMyRequestResponse>
   /** Posts a urlencoded form; `_csrf` is taken from the last page unless given. */
-  post(url: string, fields: Record<string, string>): Promise<LightMyRequestResponse>
+  /** A repeated field (checkboxes) is a list. */
+  post(url: string, fields: Record<string, string | string[]>): Promise<LightMyRequestResponse>
   /** Opens the account's import form (for its token), then uploads `content` as the file, as a browser does. */
   uploadCsv(accountId: string, content: string | Buffer, filename?: string): Promise<LightMyRequestResponse>
   csrf(): string
@@ -38,7 +39,12 @@ export function webClient(app: FastifyInstance): WebClient {
       return remember(await app.inject({ method: 'GET', url, headers: { cookie: cookieHeader() } }))
     },
     async post(url, fields) {
-      const body = new URLSearchParams({ _csrf: client.csrf(), ...fields }).toString()
+      const body = new URLSearchParams([
+        ['_csrf', client.csrf()],
+        ...Object.entries(fields).flatMap(([name, value]) =>
+          (Array.isArray(value) ? value : [value]).map((item): [string, string] => [name, item]),
+        ),
+      ]).toString()
       return remember(
         await app.inject({
           method: 'POST',

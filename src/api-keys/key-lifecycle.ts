@@ -65,18 +65,55 @@ export async function issueKeyIn(
 /** Revokes and pushes. Idempotent: a key revoked already keeps its first revocation and entry, but is pushed again. */
 export async function revokeKey(
   deps: KeyLifecycleDeps,
-  { apiKey, keyHash }: StoredApiKey,
+  key: StoredApiKey,
   actor: AuditActor,
   now: Date,
 ): Promise<Pushed> {
-  const push = await inTransaction(deps.database.db, async (trx, onCommit) => {
-    if (await revokeApiKey(trx, apiKey.account_id, apiKey.id, now)) {
-      const detail = { name: apiKey.name }
-      await recordAudit(trx, apiKey.account_id, { action: 'api_key.revoked', targetId: apiKey.id, actor, detail }, now)
-    }
-    return pushAfterCommit(deps, onCommit, keyHash)
-  })
+  const push = await inTransaction(deps.database.db, (trx, onCommit) =>
+    revokeKeyIn(trx, onCommit, deps, key, actor, now),
+  )
   return { pushed: push.sent }
+}
+
+/** The same inside the caller's transaction; `reason` goes into the audit entry's detail. */
+async function revokeKeyIn(
+  trx: Trx,
+  onCommit: OnCommit,
+  deps: KeyLifecycleDeps,
+  { apiKey, keyHash }: StoredApiKey,
+  actor: AuditActor,
+  now: Date,
+  reason?: string,
+): Promise<{ sent: boolean }> {
+  if (await revokeApiKey(trx, apiKey.account_id, apiKey.id, now)) {
+    const detail = reason ? { name: apiKey.name, reason } : { name: apiKey.name }
+    await recordAudit(trx, apiKey.account_id, { action: 'api_key.revoked', targetId: apiKey.id, actor, detail }, now)
+  }
+  return pushAfterCommit(deps, onCommit, keyHash)
+}
+
+/**
+ * When a person leaves an account, the keys they created that still work: each revoked, unless
+ * the owner named it in `keep`; each decision audited with the reason `creator_removed`.
+ */
+export async function endKeysOfRemovedPerson(
+  trx: Trx,
+  onCommit: OnCommit,
+  deps: KeyLifecycleDeps,
+  keys: readonly StoredApiKey[],
+  keep: ReadonlySet<string>,
+  actor: AuditActor,
+  now: Date,
+): Promise<void> {
+  const reason = 'creator_removed'
+  for (const key of keys) {
+    if (keep.has(key.apiKey.id)) {
+      const { id, account_id: accountId, name } = key.apiKey
+      await recordAudit(trx, accountId, { action: 'api_key.kept', targetId: id, actor, detail: { name, reason } }, now)
+    } else {
+      await revokeKeyIn(trx, onCommit, deps, key, actor, now, reason)
+    }
+  }
 }
 
 /**

@@ -7,7 +7,14 @@ import { newId } from '../lib/ids.js'
 import { retryAfter, type SlidingWindow } from '../rate-limit/sliding-window.js'
 
 /** The actions about keys and about the account's test data (the API keys page shows them). */
-export const KEY_ACTIONS = ['api_key.created', 'api_key.rolled', 'api_key.revoked', 'test_data.deleted'] as const
+export const KEY_ACTIONS = [
+  'api_key.created',
+  'api_key.rolled',
+  'api_key.revoked',
+  /** Its creator left the account and an owner chose to keep the key working. */
+  'api_key.kept',
+  'test_data.deleted',
+] as const
 /** The actions about webhooks (the webhooks page shows them). */
 export const WEBHOOK_ACTIONS = [
   'webhook_endpoint.created',

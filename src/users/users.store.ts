@@ -2,7 +2,7 @@
 import type { Kysely } from 'kysely'
 import { type Account, insertAccount } from '../accounts/accounts.store.js'
 import type { Database } from '../db/schema.js'
-import { type Db, inTransaction } from '../db/transaction.js'
+import { type Db, inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
 import { emailKey } from '../lib/email.js'
 import { newId } from '../lib/ids.js'
 import type { Role, UsersTable } from './users.table.js'
@@ -124,8 +124,10 @@ export async function changeMembership(
   accountId: string,
   userId: string,
   role: Role | null,
+  /** More work in the same transaction once the change is made (a removal's key revocations). */
+  alsoIn?: (trx: Trx, onCommit: OnCommit) => Promise<void>,
 ): Promise<MemberChange> {
-  return inTransaction(db, async (trx): Promise<MemberChange> => {
+  return inTransaction(db, async (trx, onCommit): Promise<MemberChange> => {
     // Locks the account's row on PostgreSQL so that two owners demoting each other at once cannot
     // both see the other still an owner (SQLite serializes writers anyway).
     await trx
@@ -161,6 +163,7 @@ export async function changeMembership(
         .where('user_id', '=', userId)
         .execute()
     }
+    await alsoIn?.(trx, onCommit)
     return { ok: true }
   })
 }

@@ -35,3 +35,10 @@ export function formValues<Body, K extends FieldName<Body>>(
 
 // A typed body names its fields; an untyped one (`unknown`) may be asked for any.
 type FieldName<Body> = unknown extends Body ? string : Extract<keyof Body, string>
+
+/** A repeatable field (checkboxes of one name) as a list of texts: none, one, or many. */
+export function formList(body: unknown, name: string): string[] {
+  const value = formField(body, name)
+  const values = Array.isArray(value) ? value : [value]
+  return values.filter((item): item is string => typeof item === 'string')
+}

@@ -2,6 +2,8 @@
 // removal). The invite form answers alike whether or not the email has signed up (docs/web-app.md).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
+import { listActiveKeysCreatedBy } from '../api-keys/api-keys.store.js'
+import { endKeysOfRemovedPerson } from '../api-keys/key-lifecycle.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import {
@@ -16,13 +18,13 @@ import { emailKey, normalizeEmail } from '../lib/email.js'
 import { clientKey } from '../rate-limit/client-key.js'
 import { can, isRole } from '../users/roles.js'
 import { changeMembership, findUser, listMembers } from '../users/users.store.js'
-import { FormBody, formValues } from './forms.js'
+import { FormBody, formList, formValues } from './forms.js'
 import { NoticeQuery, noticeOf } from './notices.js'
 import { invitationCreatedPage, membersPage, removeMemberConfirmPage } from './pages/members-page.js'
 import { settingsPage } from './pages/settings-pages.js'
 import { requirePermission } from './permissions.js'
 import type { Page, Render } from './render.js'
-import { accountContext } from './request-context.js'
+import { accountContext, auditActorOf } from './request-context.js'
 import { createSecretOnce } from './secret-once.js'
 import type { CookieOptions } from './session.js'
 
@@ -41,9 +43,10 @@ const InviteForm = FormBody(INVITE_FIELDS)
 const ROLE_FIELDS = ['role'] as const
 const RoleForm = FormBody(ROLE_FIELDS)
 const EmptyForm = FormBody([])
+const RemoveForm = FormBody(['keep'])
 
 export const membersRoutes: FastifyPluginAsyncTypebox<{
-  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret'>
+  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret' | 'keyRevocations'>
   render: Render
   cookieOptions: CookieOptions
 }> = async (app, { deps, render, cookieOptions }) => {
@@ -69,7 +72,7 @@ export const membersRoutes: FastifyPluginAsyncTypebox<{
 }
 
 const ownerRoutes: FastifyPluginAsyncTypebox<{
-  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret'>
+  deps: Pick<Deps, 'database' | 'clock' | 'config' | 'secret' | 'keyRevocations'>
   render: Render
   cookieOptions: CookieOptions
 }> = async (app, { deps, render, cookieOptions }) => {
@@ -206,30 +209,44 @@ const ownerRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { account, user } = accountContext(request)
       const member = await findMemberOr404(account.id, request.params.userId)
+      const keys = await listActiveKeysCreatedBy(db, account.id, member.id, deps.config.keyPrefix, deps.clock.now())
       return render(request, reply, (c) =>
-        removeMemberConfirmPage(c, { accountId: account.id, member, self: member.id === user.id }),
+        removeMemberConfirmPage(c, {
+          accountId: account.id,
+          member,
+          self: member.id === user.id,
+          keys: keys.map((key) => key.apiKey),
+        }),
       )
     },
   )
 
+  // The keys are listed again in the removal's transaction: one created since the confirmation
+  // was shown is revoked too, since only the keys named in `keep` are kept.
   app.post(
     '/settings/members/:userId/remove',
-    { schema: { params: MemberParams, body: EmptyForm }, attachValidation: true },
+    { schema: { params: MemberParams, body: RemoveForm }, attachValidation: true },
     async (request, reply) => {
       const { account, user } = accountContext(request)
-      const removed = await findUser(db, request.params.userId)
-      const result = await changeMembership(db, account.id, request.params.userId, null)
+      const { userId } = request.params
+      const removed = await findUser(db, userId)
+      const keep = new Set(formList(request.body, 'keep'))
+      const now = deps.clock.now()
+      const result = await changeMembership(db, account.id, userId, null, async (trx, onCommit) => {
+        const keys = await listActiveKeysCreatedBy(trx, account.id, userId, deps.config.keyPrefix, now)
+        await endKeysOfRemovedPerson(trx, onCommit, deps, keys, keep, auditActorOf(request), now)
+        // A link sent to them before, not yet used, would bring them straight back.
+        if (removed) {
+          await revokeInvitationsOf(trx, account.id, removed.email, now)
+        }
+      })
       if (!result.ok) {
         if (result.code === 'not_found') {
           throw new AppError('not_found', 'No such member in this account.')
         }
         return render(request, reply, await page(account.id, user.id, { notice: NOTICES.get('last-owner') }), 409)
       }
-      // A link sent to them before, not yet used, would bring them straight back.
-      if (removed) {
-        await revokeInvitationsOf(db, account.id, removed.email, deps.clock.now())
-      }
-      return reply.redirect(request.params.userId === user.id ? '/app' : `${base(account.id)}?notice=removed`, 303)
+      return reply.redirect(userId === user.id ? '/app' : `${base(account.id)}?notice=removed`, 303)
     },
   )
 }

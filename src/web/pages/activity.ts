@@ -6,6 +6,7 @@ const AUDIT_ACTIONS: Record<AuditAction, string> = {
   'api_key.created': 'Key created',
   'api_key.rolled': 'Key rolled',
   'api_key.revoked': 'Key revoked',
+  'api_key.kept': 'Key kept after its creator left',
   'test_data.deleted': 'All test data deleted',
   'webhook_endpoint.created': 'Webhook endpoint added',
   'webhook_endpoint.updated': 'Webhook endpoint changed',
@@ -33,7 +34,9 @@ export function activityTable(
   return html`<div class="table-wrap"><table class="cards activity">
 <thead><tr><th>When</th><th>What</th><th>${texts.target}</th><th>Who</th><th class="optional">From</th></tr></thead>
 <tbody>${entries.map(
-    (entry) => html`<tr><td>${when(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}</td>
+    (
+      entry,
+    ) => html`<tr><td>${when(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}${entry.action === 'api_key.revoked' && entry.detail.reason === 'creator_removed' ? ': its creator left' : ''}</td>
 <td data-label="${texts.target}">${names.get(entry.targetId) ?? entry.targetId}</td><td data-label="Who">${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
 <td class="optional mono" data-label="From">${entry.ip ?? ''}</td></tr>`,
   )}</tbody></table></div>`

@@ -1,5 +1,7 @@
 // Settings → Members (owners only): the people of an account with their roles, the pending
 // invitations, and the form that invites someone by email.
+import { tenantById } from '../../accounts/tenant.js'
+import type { ApiKey } from '../../api-keys/api-keys.store.js'
 import type { Invitation } from '../../invitations/invitations.store.js'
 import type { Member } from '../../users/users.store.js'
 import type { Role } from '../../users/users.table.js'
@@ -91,14 +93,24 @@ export function invitationCreatedPage(
 
 export function removeMemberConfirmPage(
   context: PageContext,
-  data: { accountId: string; member: Member; self: boolean },
+  data: { accountId: string; member: Member; self: boolean; keys: readonly ApiKey[] },
 ): Html {
+  const who = data.self ? 'you' : data.member.email
+  const keys =
+    data.keys.length === 0
+      ? html`<p class="hint">${data.self ? 'You have' : html`${data.member.email} has`} created no API key that still works.</p>`
+      : html`<p>The API keys ${who} created stop working with the removal, so that leaving ends API access too. Tick a key to keep it working.</p>
+<fieldset><legend>API keys created by ${who}</legend>${data.keys.map(
+          (key) =>
+            html`<label class="checkbox"><input type="checkbox" name="keep" value="${key.id}"> Keep <strong>${key.name}</strong> <span class="mono">${key.redacted}</span> (${tenantById(key.account_id).livemode ? 'live' : 'test'}, ${key.last_used_at ? html`last used ${key.last_used_at.slice(0, 10)}` : 'never used'})</label>`,
+        )}</fieldset>`
   return confirmPage(
     { ...context, section: 'members' },
     {
       title: 'Remove member',
       heading: html`Remove ${data.member.email}?`,
-      body: html`<p>${data.self ? 'You lose access to this account at once.' : html`${data.member.email} loses access to this account at once: their next page in it is refused. Their API keys stay until revoked.`}</p>`,
+      body: html`<p>${data.self ? 'You lose access to this account at once.' : html`${data.member.email} loses access to this account at once: their next page in it is refused.`}</p>`,
+      fields: keys,
       action: `/app/${data.accountId}/settings/members/${data.member.id}/remove`,
       button: 'Remove member',
       cancel: `/app/${data.accountId}/settings/members`,
