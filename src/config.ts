@@ -157,10 +157,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('SECRET is required with PostgreSQL, so that every instance signs alike')
   }
 
-  const keyPrefix = env.KEY_PREFIX || 'service'
-  if (!/^[a-z][a-z0-9]{0,19}$/.test(keyPrefix)) {
-    problems.push(`KEY_PREFIX must be 1-20 lowercase letters or digits (got "${keyPrefix}")`)
-  }
+  const keyPrefix = parseKeyPrefix(env.KEY_PREFIX, problems)
 
   const logLevel = (env.LOG_LEVEL || 'info') as Config['logLevel']
   if (!LOG_LEVELS.includes(logLevel)) {
@@ -247,6 +244,30 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     imports: Object.freeze(imports),
     metricsToken,
   })
+}
+
+/** What KEY_PREFIX (and `scan --prefix`) may be: the start of every API key. */
+export const isKeyPrefix = (value: string): boolean => /^[a-z][a-z0-9]{0,19}$/.test(value)
+
+/**
+ * KEY_PREFIX alone, for `contacts-api scan`: it runs in other repositories' hooks, whose environment
+ * may hold a DATABASE_URL or PORT meant for something else.
+ */
+export function loadKeyPrefix(env: Record<string, string | undefined> = process.env): string {
+  const problems: string[] = []
+  const keyPrefix = parseKeyPrefix(env.KEY_PREFIX, problems)
+  if (problems.length > 0) {
+    throw new ConfigError(problems)
+  }
+  return keyPrefix
+}
+
+function parseKeyPrefix(raw: string | undefined, problems: string[]): string {
+  const keyPrefix = raw || 'service'
+  if (!isKeyPrefix(keyPrefix)) {
+    problems.push(`KEY_PREFIX must be 1-20 lowercase letters or digits (got "${keyPrefix}")`)
+  }
+  return keyPrefix
 }
 
 /** `WEBHOOK_RETRY_SCHEDULE`: comma-separated delays in seconds, each a positive integer. */

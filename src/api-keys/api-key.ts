@@ -43,9 +43,15 @@ export function parseAuthorization(header: string | undefined, keyPattern: RegEx
   return key !== undefined && keyPattern.test(key) ? { ok: true, key } : { ok: false }
 }
 
-/** A key of either mode; the mode word is the first group. */
-export const apiKeyPattern = (prefix: string): RegExp =>
-  new RegExp(`^${prefix}_(live|test)_[A-Za-z0-9]{${KEY_RANDOM_LENGTH}}$`)
+/**
+ * A key of either mode as regular-expression source, unanchored and without capturing groups: the
+ * header check below and `contacts-api scan` (key-scan.ts, which docs/key-safety.md gives to gitleaks).
+ */
+export const apiKeySource = (prefix: string): string =>
+  `${prefix}_(?:${modeWord(true)}|${modeWord(false)})_[A-Za-z0-9]{${KEY_RANDOM_LENGTH}}`
+
+/** A whole string that is a key of either mode. */
+export const apiKeyPattern = (prefix: string): RegExp => new RegExp(`^${apiKeySource(prefix)}$`)
 
 /** Whether a well-formed key (apiKeyPattern) is a live one: its mode word. */
 export const isLiveKey = (key: string, prefix: string): boolean => key.startsWith(`${prefix}_live_`)
