@@ -50,9 +50,14 @@ if (
   }
 }
 
-const { runCli } = await import('./cli/cli.js')
+const args = process.argv.slice(2)
+// `scan` runs in pre-commit hooks: it loads its own few modules, not the server's that cli.js imports.
+const run: Promise<number> =
+  args[0] === 'scan'
+    ? import('./cli/scan.js').then(({ runScan }) => runScan(args.slice(1)))
+    : import('./cli/cli.js').then(({ runCli }) => runCli(args))
 
-runCli(process.argv.slice(2)).then(
+run.then(
   (code) => {
     process.exitCode = code
   },

@@ -1,4 +1,4 @@
-// The contacts-api command line: serve, worker, migrate, accounts and keys. Exit 2 on bad arguments.
+// The contacts-api command line: serve, worker, migrate, accounts, keys and scan. Exit 2 on bad arguments.
 import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
@@ -11,6 +11,8 @@ import { POOLER_HINT } from '../db/database.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps, StartError } from '../deps.js'
 import { startServer } from '../server.js'
+import { type CliIo, processIo } from './io.js'
+import { runScan } from './scan.js'
 
 export class UsageError extends Error {}
 
@@ -25,6 +27,7 @@ const USAGE = `Usage: contacts-api <command> [options]
                                           --test: a service_test_ key, for the account's test mode
   keys list --account ID                  the keys of both modes
   keys revoke KEY_ID
+  scan [--prefix P] [PATH...]             report API keys in files, redacted; exit 1 if any (scan --help)
 
   --json    print one JSON object instead of text
   Configuration comes from the environment (see README: DATABASE_URL, SECRET, ...).`
@@ -41,17 +44,12 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const
 
-export interface CliIo {
-  out(text: string): void
-  err(text: string): void
-}
-const processIo: CliIo = {
-  out: (text) => process.stdout.write(`${text}\n`),
-  err: (text) => process.stderr.write(`${text}\n`),
-}
-
 /** Runs one command; returns the exit code (a running `serve` resolves 0 and keeps the process alive). */
 export async function runCli(argv: string[], env = process.env, io: CliIo = processIo): Promise<number> {
+  // Before the configuration is loaded: scan needs no database and runs in other repositories' hooks.
+  if (argv[0] === 'scan') {
+    return runScan(argv.slice(1), env, io)
+  }
   let config: Config
   let command: Prepared
   let json: boolean
