@@ -1,13 +1,13 @@
 // `contacts-api scan` run as a hook runs it: a child process in a temp tree, no database, no SECRET.
 // Exact stdout lines, exit codes 0/1/2, what is skipped, and no full key in any output.
 import { spawnSync } from 'node:child_process'
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { SCAN_MAX_BYTES } from '../src/api-keys/key-scan.js'
+import { keyScanPattern, SCAN_MAX_BYTES } from '../src/api-keys/key-scan.js'
 import { cliCommand } from './processes.js'
 
 const ROOT = path.resolve(import.meta.dirname, '..')
@@ -220,5 +220,13 @@ describe('contacts-api scan', () => {
       expect(printed).not.toContain(whole)
     }
     expect(printed).not.toMatch(/_(live|test)_[A-Za-z0-9]{32}/)
+  })
+})
+
+describe('the gitleaks rule in docs/key-safety.md', () => {
+  it('is the regular expression scan uses', () => {
+    const doc = readFileSync(path.join(ROOT, 'docs/key-safety.md'), 'utf8')
+    const rule = /^regex = '''(.+)'''$/m.exec(doc)?.[1]
+    expect(rule).toBe(keyScanPattern('service').source)
   })
 })
