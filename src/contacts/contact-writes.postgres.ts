@@ -215,7 +215,7 @@ export const POSTGRES_WRITER: DialectWriter = {
   },
   async remove(trx, { accountId, shard, now }, ids, events) {
     const event = events[0] as NewEvent
-    const eventSuffix = event.suffix
+    const eventSuffix = events[0]?.suffix ?? ''
     const query =
       ids.length === 1
         ? bind(POSTGRES_DELETE_ONE, {

@@ -1,9 +1,10 @@
 // The one write path of contact rows: `writeContacts` writes an ordered list of changes in the
 // caller's transaction: the contacts, their tag and term rows, the count and one event per change.
-// Each statement takes its rows as arrays (unnest on PostgreSQL, json_each on SQLite), so its text
-// is the same for one contact or five hundred and is prepared once per connection; a create on
-// PostgreSQL is one statement (contact-writes.postgres.ts, contact-writes.sqlite.ts). Only the
-// contact service calls it (contact-writers.test.ts checks).
+// Each statement takes its rows as arrays (unnest on PostgreSQL, json_each on SQLite), so one text
+// serves any number of contacts and is prepared once per connection; PostgreSQL has its own texts
+// for a single contact (docs/design.md, "SQL statements"); a create there is one statement
+// (contact-writes.postgres.ts, contact-writes.sqlite.ts). Only the contact service calls it
+// (contact-writers.test.ts checks).
 import { type Tenant, tenantById } from '../accounts/tenant.js'
 import { dialectOf } from '../db/dialect.js'
 import { bind, sqlFor } from '../db/statement.js'
