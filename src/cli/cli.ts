@@ -11,10 +11,9 @@ import { POOLER_HINT } from '../db/database.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps, StartError } from '../deps.js'
 import { startServer } from '../server.js'
+import { ID_ARGUMENT_MAX, noExtra, parseRfc3339, requireText, UsageError } from './arguments.js'
 import { type CliIo, processIo } from './io.js'
 import { runScan } from './scan.js'
-
-export class UsageError extends Error {}
 
 const USAGE = `Usage: contacts-api <command> [options]
 
@@ -348,44 +347,9 @@ function publicKey(key: ApiKey) {
   }
 }
 
-function noExtra(args: string[]): void {
-  if (args.length > 0) {
-    throw new UsageError(`unexpected argument "${args[0]}"`)
-  }
-}
-
-/** An id given as an argument: far longer than any id, short enough to print back in an error. */
-const ID_ARGUMENT_MAX = 256
-
-function requireText(value: string | undefined, flag: string, max: number): string {
-  const text = value?.trim()
-  if (!text || text.length > max || text.includes('\u0000')) {
-    throw new UsageError(`${flag} needs a value of 1-${max} characters`)
-  }
-  return text
-}
-
 async function requireAccount(deps: Deps, accountId: string): Promise<void> {
   // A test environment's own id is not an account's.
   if (!tenantById(accountId).livemode || !(await findAccount(deps.database.db, accountId))) {
     throw new UsageError(`no account ${accountId}`)
   }
-}
-
-/** Strict RFC 3339 with an explicit offset; rejects impossible dates such as February 30. */
-function parseRfc3339(value: string, flag: string): Date {
-  const match = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,3})?(Z|[+-]\d{2}:\d{2})$/i.exec(value)
-  const date = new Date(value)
-  const [, year, month, day, hour, minute, second] = match ?? []
-  const valid =
-    match !== null &&
-    !Number.isNaN(date.getTime()) &&
-    // Date rolls 2027-02-30 over to March: compare the fields it read with the ones given.
-    new Date(Date.UTC(Number(year), Number(month) - 1, Number(day), Number(hour), Number(minute), Number(second)))
-      .toISOString()
-      .startsWith(`${year}-${month}-${day}T${hour}:${minute}:${second}`)
-  if (!valid) {
-    throw new UsageError(`${flag} must be an RFC 3339 time with an offset, e.g. 2027-01-01T00:00:00Z (got "${value}")`)
-  }
-  return date
 }
