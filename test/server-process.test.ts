@@ -28,6 +28,7 @@ describe('contacts-api serve in a real process', () => {
   let stdout = ''
   let stderr = ''
   let key = ''
+  let pastedAccount = ''
 
   beforeAll(async () => {
     server = spawn(process.execPath, [...cliCommand(), 'serve'], {
@@ -52,9 +53,30 @@ describe('contacts-api serve in a real process', () => {
     rmSync(dir, { recursive: true, force: true })
   })
 
-  it('tells a new user how to get a first key', () => {
+  it('tells a new user how to get a first key, with the settings that reach this server', async () => {
     expect(stderr).toContain(`Contacts API listening on http://127.0.0.1:${PORT}`)
-    expect(stderr).toContain('npm run cli -- accounts create --name Acme')
+    const hint = /Create one and its first API key: {2}(.*)$/m.exec(stderr)?.[1] ?? ''
+    expect(hint).toMatch(/ npm run cli -- accounts create --name Acme$/)
+    // The line as a user pastes it in a new terminal: its settings, and nothing of this one's.
+    const settings = Object.fromEntries([...hint.matchAll(/(\w+)=(\S+) /g)].map((m) => [m[1], m[2]]))
+    expect(settings).toMatchObject({ DATABASE_URL: env.DATABASE_URL, PORT: String(PORT) })
+    const out: string[] = []
+    const { DATABASE_URL: _db, PORT: _port, ...terminal } = process.env
+    const code = await runCli(
+      ['accounts', 'create', '--name', 'Pasted'],
+      { ...terminal, ...settings },
+      {
+        out: (t) => out.push(t),
+        err: () => {},
+      },
+    )
+    expect(code).toBe(0)
+    pastedAccount = /Created account (acct_\w+)/.exec(out.join('\n'))?.[1] ?? ''
+    const tryIt = /^Try it:.*$/m.exec(out.join('\n'))?.[0] ?? ''
+    expect(tryIt).toContain(`${base}/api/v1/me`)
+    const pasted = /Bearer (\S+)"/.exec(tryIt)?.[1] ?? ''
+    const me = await fetch(`${base}/api/v1/me`, { headers: { authorization: `Bearer ${pasted}` } })
+    expect(me.status).toBe(200)
   })
 
   it('names the Node version it runs on in its start line', () => {
@@ -82,7 +104,8 @@ describe('contacts-api serve in a real process', () => {
       .trim()
       .split('\n')
       .map((line) => JSON.parse(line))
-    const requests = lines.filter((line) => line.msg === 'request')
+    // This test's requests: the one before made another account's GET /me.
+    const requests = lines.filter((line) => line.msg === 'request' && line.account_id !== pastedAccount)
     expect(requests.map((line) => [line.method, line.status])).toEqual([
       ['GET', 200],
       ['POST', 201],

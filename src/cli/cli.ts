@@ -12,6 +12,7 @@ import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps, StartError } from '../deps.js'
 import { startServer } from '../server.js'
 import { ID_ARGUMENT_MAX, noExtra, parseRfc3339, requireText, UsageError } from './arguments.js'
+import { cliCommandLine } from './command-line.js'
 import { type CliIo, processIo } from './io.js'
 import { runScan } from './scan.js'
 
@@ -94,7 +95,7 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
         : `Contacts API listening on ${server.address} (Node ${process.versions.node}; API at ${server.address}/api/v1, docs at ${server.address}/docs)`,
     )
     if (!server.hasAccounts) {
-      io.err('No account yet. Create one and its first API key:  npm run cli -- accounts create --name Acme')
+      io.err(`No account yet. Create one and its first API key:  ${cliCommandLine(env, 'accounts create --name Acme')}`)
     }
     return 0
   }
