@@ -1,9 +1,11 @@
 // Issue, revoke, roll: each change commits with its audit entry, and a revoked or rolled-out key is
 // pushed only once it is committed; a lost push is reported, never undoes the change.
+
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { listAudit } from '../audit/audit.js'
+import { addMembership } from '../users/users.store.js'
 import { READ_ONLY_SCOPES } from './api-key.js'
 import { findApiKey } from './api-keys.store.js'
 import { issueKey, type KeyLifecycleDeps, revokeKey, rollKey } from './key-lifecycle.js'
@@ -41,6 +43,19 @@ describe.each(testDialects())('key lifecycle on %s', (dialect) => {
     pushes = []
     pushSucceeds = true
     const account = await t.createAccount()
+    // A change made for a person needs them a member when it commits.
+    await t.db
+      .insertInto('users')
+      .values({
+        id: person.userId,
+        email: 'p@example.com',
+        email_lower: 'p@example.com',
+        password_hash: 'x',
+        created_at: now.toISOString(),
+      })
+      .onConflict((oc) => oc.doNothing())
+      .execute()
+    await addMembership(t.db, account.id, person.userId, 'admin', now)
     const issued = await issueKey(
       deps,
       account.id,
@@ -85,6 +100,21 @@ describe.each(testDialects())('key lifecycle on %s', (dialect) => {
       },
     ])
     expect(pushes).toEqual([])
+  })
+
+  it('issueKey refuses a person removed meanwhile, and stores nothing', async () => {
+    const { accountId } = await setUp()
+    const stranger = { userId: 'usr_01KBBBBBBBBBBBBBBBBBBBBBBB', ip: '192.0.2.2' }
+    const attempt = issueKey(
+      deps,
+      accountId,
+      { name: 'Late', scopes: READ_ONLY_SCOPES, expiresAt: null },
+      stranger,
+      now,
+    )
+    await expect(attempt).rejects.toMatchObject({ code: 'not_found' })
+    const names = await t.db.selectFrom('api_keys').select('name').where('account_id', '=', accountId).execute()
+    expect(names.map((row) => row.name)).not.toContain('Late')
   })
 
   it('revokeKey revokes with one entry and pushes after the commit; again, no entry, pushed again', async () => {

@@ -2,11 +2,21 @@
 // commits with its audit entry, then a key taken out is pushed to every instance's cache
 // (docs/design.md#authentication).
 import type { Kysely } from 'kysely'
+import { tenantById } from '../accounts/tenant.js'
 import { type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
 import { inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
+import { AppError } from '../http/errors.js'
+import { isMemberNow } from '../users/users.store.js'
 import type { Scope } from './api-key.js'
-import { type ApiKey, expireApiKeyAt, issueApiKey, revokeApiKey, type StoredApiKey } from './api-keys.store.js'
+import {
+  type ApiKey,
+  expireApiKeyAt,
+  issueApiKey,
+  listActiveKeysCreatedBy,
+  revokeApiKey,
+  type StoredApiKey,
+} from './api-keys.store.js'
 import type { KeyRevocations } from './key-revocations.js'
 
 /** The longest key name, in characters, wherever a key is named (the web form, the CLI's --name). */
@@ -55,6 +65,7 @@ export async function issueKeyIn(
   now: Date,
   keyPrefix: string,
 ): Promise<IssuedKey> {
+  await refuseFormerMember(trx, accountId, actor)
   const issued = await issueApiKey(trx, accountId, { ...key, now, prefix: keyPrefix, createdBy: actor?.userId ?? null })
   const { id, name, scopes, expires_at } = issued.apiKey
   const detail = { name, scopes, expires_at }
@@ -93,26 +104,36 @@ async function revokeKeyIn(
 }
 
 /**
- * When a person leaves an account, the keys they created that still work: each revoked, unless
- * the owner named it in `keep`; each decision audited with the reason `creator_removed`.
+ * When a person leaves an account, the keys they created there (either mode) that still work: each
+ * revoked, unless the owner named it in `keep`; each decision audited with the reason
+ * `creator_removed`. Returns the revocations whose push to the other instances failed.
  */
 export async function endKeysOfRemovedPerson(
   trx: Trx,
   onCommit: OnCommit,
   deps: KeyLifecycleDeps,
-  keys: readonly StoredApiKey[],
-  keep: ReadonlySet<string>,
+  removal: { accountId: string; userId: string; keep: ReadonlySet<string> },
   actor: AuditActor,
   now: Date,
-): Promise<void> {
+): Promise<Array<{ keyId: string; push: { sent: boolean } }>> {
   const reason = 'creator_removed'
+  const keys = await listActiveKeysCreatedBy(trx, removal.accountId, removal.userId, deps.config.keyPrefix, now)
+  const pushes: Array<{ keyId: string; push: { sent: boolean } }> = []
   for (const key of keys) {
-    if (keep.has(key.apiKey.id)) {
-      const { id, account_id: accountId, name } = key.apiKey
+    const { id, account_id: accountId, name } = key.apiKey
+    if (removal.keep.has(id)) {
       await recordAudit(trx, accountId, { action: 'api_key.kept', targetId: id, actor, detail: { name, reason } }, now)
     } else {
-      await revokeKeyIn(trx, onCommit, deps, key, actor, now, reason)
+      pushes.push({ keyId: id, push: await revokeKeyIn(trx, onCommit, deps, key, actor, now, reason) })
     }
+  }
+  return pushes
+}
+
+/** A person removed from the account meanwhile (their request passed the check before): 404, nothing issued. */
+async function refuseFormerMember(trx: Trx, accountId: string, actor: AuditActor): Promise<void> {
+  if (actor !== null && !(await isMemberNow(trx, tenantById(accountId).accountId, actor.userId))) {
+    throw new AppError('not_found', 'No such account.')
   }
 }
 
@@ -129,6 +150,7 @@ export async function rollKey(
 ): Promise<IssuedKey & Pushed> {
   const { issued, push } = await inTransaction(deps.database.db, async (trx, onCommit) => {
     // Registered first: it runs once the whole roll has committed, and not at all if any step fails.
+    await refuseFormerMember(trx, old.account_id, actor)
     const push = pushAfterCommit(deps, onCommit, keyHash)
     const oldExpiresAt = new Date(now.getTime() + overlapMs)
     await expireApiKeyAt(trx, old.account_id, old.id, oldExpiresAt)
@@ -145,6 +167,13 @@ export async function rollKey(
     return { issued, push }
   })
   return { ...issued, pushed: push.sent }
+}
+
+/** A revocation other instances did not hear of: they refuse the key once their cache entry expires. */
+export function warnIfNotPushed(log: { warn(details: object, message: string): void }, keyId: string, pushed: boolean) {
+  if (!pushed) {
+    log.warn({ keyId }, 'revocation push failed: other instances refuse the key within their cache TTL')
+  }
 }
 
 /** Registers the push of a key's revocation; `sent` tells how it went once the transaction returns. */

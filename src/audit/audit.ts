@@ -125,18 +125,3 @@ export async function listAudit(
     detail: JSON.parse(row.detail) as Record<string, unknown>,
   }))
 }
-
-/** The keys this person issued in the account (created or rolled), from the log. */
-export async function keysIssuedBy(db: Kysely<Database>, accountId: string, userId: string): Promise<Set<string>> {
-  const rows = await db
-    .selectFrom('audit_log')
-    .select(['action', 'target_id', 'detail'])
-    .where('account_id', '=', accountId)
-    .where('actor_user_id', '=', userId)
-    .where('action', 'in', KEY_ISSUES)
-    .execute()
-  const ids = rows.map((row) =>
-    row.action === 'api_key.rolled' ? String(JSON.parse(row.detail).new_key_id ?? '') : row.target_id,
-  )
-  return new Set(ids)
-}

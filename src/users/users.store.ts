@@ -77,6 +77,34 @@ export async function userEmails(db: Db, userIds: readonly string[]): Promise<Ma
   return new Map(rows.map((row) => [row.id, row.email]))
 }
 
+/**
+ * Locks the account's row until the transaction ends, on PostgreSQL (SQLite serializes writers
+ * anyway, and this write takes its lock): membership changes, and changes made for a member, take
+ * it, so each sees the other's result.
+ */
+async function lockAccount(trx: Trx, accountId: string): Promise<void> {
+  await trx
+    .updateTable('accounts')
+    .set((eb) => ({ name: eb.ref('name') }))
+    .where('id', '=', accountId)
+    .execute()
+}
+
+/**
+ * Whether the person is still a member, read with the account's row locked: a key issued for
+ * them cannot slip past a removal committing at the same moment.
+ */
+export async function isMemberNow(trx: Trx, accountId: string, userId: string): Promise<boolean> {
+  await lockAccount(trx, accountId)
+  const row = await trx
+    .selectFrom('memberships')
+    .select('role')
+    .where('account_id', '=', accountId)
+    .where('user_id', '=', userId)
+    .executeTakeFirst()
+  return row !== undefined
+}
+
 /** The accounts a person belongs to, oldest first. */
 export async function listMemberships(db: Db, userId: string): Promise<AccountMembership[]> {
   const rows = await db
@@ -128,13 +156,8 @@ export async function changeMembership(
   alsoIn?: (trx: Trx, onCommit: OnCommit) => Promise<void>,
 ): Promise<MemberChange> {
   return inTransaction(db, async (trx, onCommit): Promise<MemberChange> => {
-    // Locks the account's row on PostgreSQL so that two owners demoting each other at once cannot
-    // both see the other still an owner (SQLite serializes writers anyway).
-    await trx
-      .updateTable('accounts')
-      .set((eb) => ({ name: eb.ref('name') }))
-      .where('id', '=', accountId)
-      .execute()
+    // So that two owners demoting each other at once cannot both see the other still an owner.
+    await lockAccount(trx, accountId)
     const owners = await trx
       .selectFrom('memberships')
       .select('user_id')

@@ -6,8 +6,8 @@ import type { FastifyRequest } from 'fastify'
 import { testDataDeletionSince } from '../accounts/test-data.js'
 import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
 import { type ApiKey, findApiKey, keyState, listApiKeys, listKeyUsage } from '../api-keys/api-keys.store.js'
-import { issueKey, KEY_NAME_MAX, revokeKey, rollKey } from '../api-keys/key-lifecycle.js'
-import { KEY_ACTIONS, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, keysIssuedBy, listAudit } from '../audit/audit.js'
+import { issueKey, KEY_NAME_MAX, revokeKey, rollKey, warnIfNotPushed } from '../api-keys/key-lifecycle.js'
+import { KEY_ACTIONS, KEY_ISSUES_PER_HOUR, keyIssueRetryAfter, listAudit } from '../audit/audit.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { can } from '../users/roles.js'
@@ -147,13 +147,12 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
    */
   async function keyManagement(
     request: FastifyRequest,
-  ): Promise<(key: { id: string; scopes: readonly string[] }) => boolean> {
-    const { role, user, tenant } = accountContext(request)
+  ): Promise<(key: Pick<ApiKey, 'scopes' | 'created_by_user_id'>) => boolean> {
+    const { role, user } = accountContext(request)
     if (can(role, 'full_keys')) {
       return () => true
     }
-    const mine = await keysIssuedBy(db, tenant.id, user.id)
-    return (key) => !key.scopes.includes('write') && mine.has(key.id)
+    return (key) => !key.scopes.includes('write') && key.created_by_user_id === user.id
   }
 
   async function refuseMemberUnlessOwnReadOnly(request: FastifyRequest, key: ApiKey): Promise<void> {
@@ -163,12 +162,6 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
   }
 
   /** The key is revoked or rolled already; a lost push only delays other instances by their cache TTL. */
-  function warnIfNotPushed(request: FastifyRequest, keyId: string, pushed: boolean): void {
-    if (!pushed) {
-      request.log.warn({ keyId }, 'revocation push failed: other instances refuse the key within their cache TTL')
-    }
-  }
-
   app.get('/settings/api', { schema: { querystring: NoticeQuery }, attachValidation: true }, async (request, reply) => {
     const now = deps.clock.now()
     const notice = noticeOf(NOTICES, request.query.notice)
@@ -254,7 +247,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       const now = deps.clock.now()
       // Never limited: revoking is what one does when a key leaks, and it makes no secret.
       const { pushed } = await revokeKey(deps, key, auditActorOf(request), now)
-      warnIfNotPushed(request, key.apiKey.id, pushed)
+      warnIfNotPushed(request.log, key.apiKey.id, pushed)
       return reply.redirect(`${home}/settings/api?notice=revoked`, 303)
     },
   )
@@ -292,7 +285,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
       const now = deps.clock.now()
       await checkKeyIssueBudget(request, now)
       const { apiKey, secret, pushed } = await rollKey(deps, old, overlapMs, auditActorOf(request), now)
-      warnIfNotPushed(request, old.apiKey.id, pushed)
+      warnIfNotPushed(request.log, old.apiKey.id, pushed)
       const page = createdPath(home, apiKey.id)
       secretOnce.put(request, reply, page, apiKey.id, secret, now)
       return reply.redirect(`${page}?rolled_from=${old.apiKey.id}`, 303)

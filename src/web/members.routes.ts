@@ -3,7 +3,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import { listActiveKeysCreatedBy } from '../api-keys/api-keys.store.js'
-import { endKeysOfRemovedPerson } from '../api-keys/key-lifecycle.js'
+import { endKeysOfRemovedPerson, warnIfNotPushed } from '../api-keys/key-lifecycle.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import {
@@ -232,9 +232,10 @@ const ownerRoutes: FastifyPluginAsyncTypebox<{
       const removed = await findUser(db, userId)
       const keep = new Set(formList(request.body, 'keep'))
       const now = deps.clock.now()
+      let revoked: Awaited<ReturnType<typeof endKeysOfRemovedPerson>> = []
       const result = await changeMembership(db, account.id, userId, null, async (trx, onCommit) => {
-        const keys = await listActiveKeysCreatedBy(trx, account.id, userId, deps.config.keyPrefix, now)
-        await endKeysOfRemovedPerson(trx, onCommit, deps, keys, keep, auditActorOf(request), now)
+        const removal = { accountId: account.id, userId, keep }
+        revoked = await endKeysOfRemovedPerson(trx, onCommit, deps, removal, auditActorOf(request), now)
         // A link sent to them before, not yet used, would bring them straight back.
         if (removed) {
           await revokeInvitationsOf(trx, account.id, removed.email, now)
@@ -245,6 +246,9 @@ const ownerRoutes: FastifyPluginAsyncTypebox<{
           throw new AppError('not_found', 'No such member in this account.')
         }
         return render(request, reply, await page(account.id, user.id, { notice: NOTICES.get('last-owner') }), 409)
+      }
+      for (const { keyId, push } of revoked) {
+        warnIfNotPushed(request.log, keyId, push.sent)
       }
       return reply.redirect(userId === user.id ? '/app' : `${base(account.id)}?notice=removed`, 303)
     },

@@ -66,7 +66,7 @@ export function apiSettingsPage(
     /** May issue full-access keys (owners and admins; a member only read-only ones). */
     fullAccess: boolean
     /** May roll and revoke this key (a member: only the read-only keys they issued). */
-    mayManage: (key: { id: string; scopes: readonly string[] }) => boolean
+    mayManage: (key: ApiKey) => boolean
     notice?: string
     values?: { name?: string }
     error?: string
