@@ -4,6 +4,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import Fastify, { type FastifyInstance, LogController } from 'fastify'
 import { accountsRoutes } from './accounts/accounts.routes.js'
+import { secretScanningRoutes } from './api-keys/secret-scanning.routes.js'
 import type { Config } from './config.js'
 import { contactsBatchRoutes } from './contacts/contacts.batch.routes.js'
 import { contactsRoutes } from './contacts/contacts.routes.js'
@@ -124,6 +125,10 @@ export async function buildApp(
     },
     { prefix: '/api/v1' },
   )
+  const scanning = deps.config.secretScanning
+  if (scanning) {
+    await app.register(secretScanningRoutes, { prefix: '/api/v1/secret_scanning', deps, scanning })
+  }
   if (options.apiOnly !== true) {
     const { webRoutes } = await import('./web/web.routes.js')
     await app.register(webRoutes, { deps })

@@ -1,6 +1,8 @@
 // Configuration: parsed once from the environment, validated, frozen. Nothing else reads process.env.
+import { readFileSync } from 'node:fs'
 import { isIP } from 'node:net'
 import path from 'node:path'
+import { parseScanningKeys, type ScanningKeys } from './api-keys/secret-scanning.js'
 
 /** The embedded database: its file (or `:memory:`) and how its commits reach the disk. */
 export type SqliteConfig = { kind: 'sqlite'; path: string; synchronous: 'NORMAL' | 'FULL' }
@@ -74,6 +76,11 @@ export interface Config {
   readonly imports: { readonly concurrency: number; readonly perHour: number; readonly leaseMs?: number }
   /** METRICS_TOKEN: a scrape of /metrics brings it as a bearer token; unset, only local direct scrapes are answered. */
   readonly metricsToken: string | undefined
+  /**
+   * SECRET_SCANNING_PUBLIC_KEYS (a file of GitHub's format) and SECRET_SCANNING_ACTION: leaked-key
+   * reports are taken only when set (src/api-keys/secret-scanning.ts).
+   */
+  readonly secretScanning: { readonly keys: ScanningKeys; readonly action: 'revoke' | 'notify' } | undefined
 }
 
 export interface WebhooksConfig {
@@ -217,6 +224,8 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     problems.push('METRICS_TOKEN must be at least 16 characters')
   }
 
+  const secretScanning = parseSecretScanning(env, problems, choice)
+
   if (problems.length > 0) {
     throw new ConfigError(problems)
   }
@@ -243,6 +252,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     requestTimeoutMs,
     imports: Object.freeze(imports),
     metricsToken,
+    secretScanning,
   })
 }
 
@@ -253,6 +263,25 @@ export const isKeyPrefix = (value: string): boolean => /^[a-z][a-z0-9]{0,19}$/.t
  * KEY_PREFIX alone, for `contacts-api scan`: it runs in other repositories' hooks, whose environment
  * may hold a DATABASE_URL or PORT meant for something else.
  */
+/** The verification keys from SECRET_SCANNING_PUBLIC_KEYS' file, read at start so a bad file stops it. */
+function parseSecretScanning(
+  env: Record<string, string | undefined>,
+  problems: string[],
+  choice: <T>(name: string, fallback: T, choices: Record<string, T>) => T,
+): Config['secretScanning'] {
+  const action = choice<'revoke' | 'notify'>('SECRET_SCANNING_ACTION', 'revoke', { revoke: 'revoke', notify: 'notify' })
+  const file = env.SECRET_SCANNING_PUBLIC_KEYS
+  if (!file) {
+    return undefined
+  }
+  try {
+    return Object.freeze({ keys: parseScanningKeys(readFileSync(file, 'utf8')), action })
+  } catch (error) {
+    problems.push(`SECRET_SCANNING_PUBLIC_KEYS: ${file}: ${(error as Error).message}`)
+    return undefined
+  }
+}
+
 export function loadKeyPrefix(env: Record<string, string | undefined> = process.env): string {
   const problems: string[] = []
   const keyPrefix = parseKeyPrefix(env.KEY_PREFIX, problems)

@@ -20,6 +20,9 @@ export interface ApiKey {
   last_used_at: string | null
   /** The person who created it; null when made on the command line. */
   created_by_user_id: string | null
+  /** When a leaked-key report first named it, and where it was found. */
+  exposed_at: string | null
+  exposed_url: string | null
 }
 
 /** A key with its digest, by which every instance's verification cache knows it. */
@@ -55,6 +58,8 @@ export async function issueApiKey(
     revoked_at: null,
     last_used_at: null,
     created_by_user_id: input.createdBy,
+    exposed_at: null,
+    exposed_url: null,
   }
   await db.insertInto('api_keys').values(row).execute()
   return { apiKey: toApiKey(row, input.prefix), secret }
@@ -162,6 +167,22 @@ export async function findApiKey(
   return row ? { apiKey: toApiKey(row, prefix), keyHash: row.key_hash } : undefined
 }
 
+/** Records a leaked-key report: the first report's time stays, the latest URL replaces an earlier one. */
+export async function markKeyExposed(
+  db: Kysely<Database>,
+  accountId: string,
+  keyId: string,
+  url: string,
+  now: Date,
+): Promise<void> {
+  await db
+    .updateTable('api_keys')
+    .set((eb) => ({ exposed_at: eb.fn.coalesce('exposed_at', eb.val(now.toISOString())), exposed_url: url }))
+    .where('account_id', '=', accountId)
+    .where('id', '=', keyId)
+    .execute()
+}
+
 /** Brings a key's expiry forward to `at` (never later than an expiry it already has). */
 export async function expireApiKeyAt(db: Kysely<Database>, accountId: string, keyId: string, at: Date): Promise<void> {
   await db
@@ -237,5 +258,7 @@ function toApiKey(row: ApiKeysTable, prefix: string): ApiKey {
     revoked_at: row.revoked_at,
     last_used_at: row.last_used_at,
     created_by_user_id: row.created_by_user_id,
+    exposed_at: row.exposed_at,
+    exposed_url: row.exposed_url,
   }
 }

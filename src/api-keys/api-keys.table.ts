@@ -13,6 +13,9 @@ export interface ApiKeysTable {
   last_used_at: string | null
   /** The person who created it (in the web app); null for a key made on the command line. */
   created_by_user_id: string | null
+  /** When a leaked-key report first named it, and where it was found (a URL, or '' when none was given). */
+  exposed_at: string | null
+  exposed_url: string | null
 }
 
 /** Requests per key per UTC day, for the usage chart. */

@@ -14,6 +14,7 @@ import {
   expireApiKeyAt,
   issueApiKey,
   listActiveKeysCreatedBy,
+  markKeyExposed,
   revokeApiKey,
   type StoredApiKey,
 } from './api-keys.store.js'
@@ -135,6 +136,35 @@ async function refuseFormerMember(trx: Trx, accountId: string, actor: AuditActor
   if (actor !== null && !(await isMemberNow(trx, tenantById(accountId).accountId, actor.userId))) {
     throw new AppError('not_found', 'No such account.')
   }
+}
+
+/** Where a leaked key was found, as a secret-scanning report or an operator tells it. */
+export interface Exposure {
+  /** The URL where it was found ('' when not given). */
+  url: string
+  /** Who found it: the report's `source` (a GitHub repository, a gist…) or `operator`. */
+  source: string
+}
+
+/**
+ * A key reported found in public: recorded for the account's banner and audited, then revoked
+ * (SECRET_SCANNING_ACTION=revoke) or only flagged (notify), and pushed out after the commit.
+ */
+export async function reportExposedKey(
+  deps: KeyLifecycleDeps,
+  key: StoredApiKey,
+  exposure: Exposure,
+  action: 'revoke' | 'notify',
+  now: Date,
+): Promise<Pushed> {
+  const push = await inTransaction(deps.database.db, async (trx, onCommit) => {
+    const { id, account_id: accountId, name } = key.apiKey
+    await markKeyExposed(trx, accountId, id, exposure.url, now)
+    const detail = { name, url: exposure.url, source: exposure.source, action }
+    await recordAudit(trx, accountId, { action: 'api_key.exposed', targetId: id, actor: null, detail }, now)
+    return action === 'revoke' ? revokeKeyIn(trx, onCommit, deps, key, null, now, 'exposed') : { sent: false }
+  })
+  return { pushed: push.sent }
 }
 
 /**

@@ -13,6 +13,8 @@ export const KEY_ACTIONS = [
   'api_key.revoked',
   /** Its creator left the account and an owner chose to keep the key working. */
   'api_key.kept',
+  /** A leaked-key report named it (found in public); revoked with it unless the action is notify. */
+  'api_key.exposed',
   'test_data.deleted',
 ] as const
 /** The actions about webhooks (the webhooks page shows them). */

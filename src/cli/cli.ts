@@ -3,9 +3,15 @@ import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
 import { liveTenant, tenantById, tenantOf, testTenant } from '../accounts/tenant.js'
-import { FULL_SCOPES, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
-import { type ApiKey, findApiKeyById, keyState, listApiKeys } from '../api-keys/api-keys.store.js'
-import { issueKey, KEY_NAME_MAX, type KeyLifecycleDeps, revokeKey } from '../api-keys/key-lifecycle.js'
+import { FULL_SCOPES, hashApiKey, READ_ONLY_SCOPES } from '../api-keys/api-key.js'
+import { type ApiKey, findApiKeyById, findKeyByHash, keyState, listApiKeys } from '../api-keys/api-keys.store.js'
+import {
+  issueKey,
+  KEY_NAME_MAX,
+  type KeyLifecycleDeps,
+  reportExposedKey,
+  revokeKey,
+} from '../api-keys/key-lifecycle.js'
 import { type Config, ConfigError, loadConfig } from '../config.js'
 import { POOLER_HINT } from '../db/database.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
@@ -27,6 +33,7 @@ const USAGE = `Usage: contacts-api <command> [options]
                                           --test: a service_test_ key, for the account's test mode
   keys list --account ID                  the keys of both modes
   keys revoke KEY_ID
+  keys report-leak SECRET                 a key found in public: revoked (SECRET_SCANNING_ACTION=notify: flagged)
   scan [--prefix P] [PATH...]             report API keys in files, redacted; exit 1 if any (scan --help)
 
   --json    print one JSON object instead of text
@@ -315,6 +322,35 @@ const COMMANDS: Record<string, CommandSpec> = {
             ? `Revoked ${key.id} (${key.name}). Running servers refuse it within 1 second.`
             : `Revoked ${key.id} (${key.name}). The push to running servers failed: they refuse it within 5 seconds.`,
           json: { api_key: { ...publicKey(key), status: 'revoked' } },
+        }
+      }
+    },
+  },
+  'keys report-leak': {
+    flags: [],
+    prepare: (_values, args) => {
+      const [secret, ...extra] = args
+      noExtra(extra)
+      if (!secret) {
+        throw new UsageError('keys report-leak needs the leaked key itself')
+      }
+      return async (deps) => {
+        await migrateToLatest(deps.database)
+        const keyHash = hashApiKey(secret)
+        const found = await findKeyByHash(deps.database.db, keyHash, deps.config.keyPrefix)
+        if (!found) {
+          // Never printed back: a leaked key in a terminal's scrollback is one more copy.
+          throw new UsageError('not an API key of this deployment')
+        }
+        const key = found.key
+        const action = deps.config.secretScanning?.action ?? 'revoke'
+        const exposure = { url: '', source: 'operator' }
+        await reportExposedKey(pushingFromCli(deps), { apiKey: key, keyHash }, exposure, action, deps.clock.now())
+        return {
+          text: `${action === 'revoke' ? 'Revoked' : 'Flagged'} ${key.id} (${key.name}) of ${found.account.id}; its account's API & Webhooks page says so.`,
+          json: {
+            api_key: { ...publicKey(key), status: action === 'revoke' ? 'revoked' : keyState(key, deps.clock.now()) },
+          },
         }
       }
     },

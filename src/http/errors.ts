@@ -9,6 +9,7 @@ import { fieldErrorsOf } from './validation-errors.js'
 
 const CATALOGUE = {
   invalid_api_key: { status: 401, title: 'Invalid API key' },
+  invalid_signature: { status: 401, title: 'Invalid signature' },
   insufficient_scope: { status: 403, title: 'Insufficient scope' },
   not_found: { status: 404, title: 'Not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },

@@ -134,6 +134,7 @@ const RETRIED: ReadonlySet<ErrorCode> = new Set(['rate_limited', 'idempotency_ke
 /** What the API says for each code: the detail (and field errors) of a typical case. */
 const EXAMPLES: Record<ErrorCode, { detail: string; errors?: FieldError[]; existing_id?: string }> = {
   invalid_api_key: { detail: 'Send a valid API key in the header Authorization: Bearer <key>.' },
+  invalid_signature: { detail: 'The report is not signed by a key in SECRET_SCANNING_PUBLIC_KEYS.' },
   insufficient_scope: { detail: 'This API key is read-only; POST needs a key with write access.' },
   not_found: { detail: 'No contact with this id exists in this account.' },
   method_not_allowed: { detail: 'PUT is not allowed here; use GET, HEAD, PATCH, DELETE.' },

@@ -1229,7 +1229,7 @@ export interface components {
             /** Format: int32 */
             status: number;
             detail: string;
-            code: "invalid_api_key" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
+            code: "invalid_api_key" | "invalid_signature" | "insufficient_scope" | "not_found" | "method_not_allowed" | "contact_exists" | "endpoint_disabled" | "quota_exceeded" | "idempotency_key_in_use" | "idempotency_key_reused" | "invalid_request" | "invalid_parameter" | "invalid_cursor" | "request_timeout" | "precondition_failed" | "payload_too_large" | "unsupported_media_type" | "headers_too_large" | "rate_limited" | "internal_error" | "service_unavailable";
             request_id: string;
             errors?: {
                 field: string;

@@ -7,6 +7,7 @@ const AUDIT_ACTIONS: Record<AuditAction, string> = {
   'api_key.rolled': 'Key rolled',
   'api_key.revoked': 'Key revoked',
   'api_key.kept': 'Key kept after its creator left',
+  'api_key.exposed': 'Key reported found in public',
   'test_data.deleted': 'All test data deleted',
   'webhook_endpoint.created': 'Webhook endpoint added',
   'webhook_endpoint.updated': 'Webhook endpoint changed',
@@ -16,6 +17,14 @@ const AUDIT_ACTIONS: Record<AuditAction, string> = {
   'webhook_endpoint.test_sent': 'Webhook test event sent',
   'webhook_delivery.retried': 'Webhook delivery resent',
 }
+
+/** Why a key was revoked, when not by hand. */
+const REVOCATION_REASONS: Record<string, string> = {
+  creator_removed: ': its creator left',
+  exposed: ': found in public',
+}
+const revocationReason = (reason: unknown): string =>
+  typeof reason === 'string' && Object.hasOwn(REVOCATION_REASONS, reason) ? (REVOCATION_REASONS[reason] ?? '') : ''
 
 export const when = (iso: string | null): Html =>
   iso
@@ -36,7 +45,7 @@ export function activityTable(
 <tbody>${entries.map(
     (
       entry,
-    ) => html`<tr><td>${when(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}${entry.action === 'api_key.revoked' && entry.detail.reason === 'creator_removed' ? ': its creator left' : ''}</td>
+    ) => html`<tr><td>${when(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}${entry.action === 'api_key.revoked' ? revocationReason(entry.detail.reason) : ''}</td>
 <td data-label="${texts.target}">${names.get(entry.targetId) ?? entry.targetId}</td><td data-label="Who">${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
 <td class="optional mono" data-label="From">${entry.ip ?? ''}</td></tr>`,
   )}</tbody></table></div>`

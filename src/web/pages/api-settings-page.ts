@@ -37,6 +37,24 @@ function lastUsed(iso: string | null, now: Date): Html {
 
 const date = when
 
+/** How long the page names a key that a leaked-key report found in public. */
+const EXPOSED_SHOWN_MS = 30 * 24 * 3600 * 1000
+
+/** The keys reported found in public lately: what happened to each, and what to do. */
+function exposedBanner(keys: readonly ApiKey[], now: Date): Html | '' {
+  const since = new Date(now.getTime() - EXPOSED_SHOWN_MS).toISOString()
+  const exposed = keys.filter((key) => key.exposed_at !== null && key.exposed_at >= since)
+  if (exposed.length === 0) {
+    return ''
+  }
+  const where = (url: string | null) =>
+    url && /^https?:\/\//i.test(url) ? html` at <a href="${url}" rel="noreferrer nofollow">${url}</a>` : ''
+  return html`<div class="alert warn" role="alert">${exposed.map(
+    (key) =>
+      html`<p><strong>${key.name}</strong> (<span class="mono">${key.redacted}</span>) was found in public${where(key.exposed_url)}, ${date(key.exposed_at)}. ${key.revoked_at ? 'It was revoked at once: put a new key wherever it was used.' : 'It still works: roll it now, and remove it from where it was found.'}</p>`,
+  )}</div>`
+}
+
 /** A small bar chart; numbers only, so the markup is built as a trusted string. */
 function usageChart(usage: number[], days: string[]): Html {
   const max = Math.max(1, ...usage)
@@ -82,6 +100,10 @@ export function apiSettingsPage(
     html`<h1>API &amp; Webhooks</h1>
 ${apiSubnav(home, 'keys', data.manageWebhooks)}
 ${data.notice ? html`<div class="alert ok" role="status">${data.notice}</div>` : ''}
+${exposedBanner(
+  data.keys.map((row) => row.key),
+  data.now,
+)}
 <h2>API keys</h2>
 <p class="hint">Keys authenticate requests to the API as this account: <code>Authorization: Bearer &lt;key&gt;</code>. Keep them on your servers.</p>
 <div class="table-wrap"><table class="cards keys">
