@@ -21,6 +21,10 @@ const SQLITE = {
     insert into contacts (account_id, id, email_lower, search, created_at, updated_at, body)
     select ${'account'}, value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5
     from json_each(${'rows'})`,
+  /** insertContacts for one contact: no JSON to build and parse on the path of every POST. */
+  insertContact: sqlite`
+    insert into contacts (account_id, id, email_lower, search, created_at, updated_at, body)
+    values (${'account'}, ${'id'}, ${'emailLower'}, ${'search'}, ${'createdAt'}, ${'updatedAt'}, ${'body'})`,
   /** One contact per call: SQLite plans an UPDATE … FROM json_each as a walk of the account. */
   updateContact: sqlite`
     update contacts set email_lower = ${'emailLower'}, search = ${'search'}, updated_at = ${'updatedAt'}, body = ${'body'}
@@ -63,8 +67,16 @@ async function addToCountOnSqlite(trx: Trx, accountId: string, shard: number, de
 export const SQLITE_WRITER: DialectWriter = {
   async create(trx, { accountId, shard, now }, rows, events) {
     const c = contactColumns(rows)
-    const table = c.ids.map((id, i) => [id, c.emails[i], c.searches[i], c.createdAt[i], c.updatedAt[i], c.bodies[i]])
-    await trx.executeQuery(bind(SQLITE.insertContacts, { account: accountId, rows: JSON.stringify(table) }))
+    const [one] = rows
+    if (rows.length === 1 && one) {
+      const { id, email_lower: emailLower, search, created_at: createdAt, updated_at: updatedAt, body } = one.contact
+      await trx.executeQuery(
+        bind(SQLITE.insertContact, { account: accountId, id, emailLower, search, createdAt, updatedAt, body }),
+      )
+    } else {
+      const table = c.ids.map((id, i) => [id, c.emails[i], c.searches[i], c.createdAt[i], c.updatedAt[i], c.bodies[i]])
+      await trx.executeQuery(bind(SQLITE.insertContacts, { account: accountId, rows: JSON.stringify(table) }))
+    }
     await addToCountOnSqlite(trx, accountId, shard, rows.length)
     await writePairs(trx, SQLITE.insertTags, accountId, tagPairs(rows))
     await writePairs(trx, SQLITE.insertTerms, accountId, termPairs(rows))

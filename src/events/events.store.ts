@@ -23,6 +23,10 @@ const INSERT_EVENTS = {
   sqlite: sqlFor('sqlite')`
     insert into events (account_id, id, tx_id, type, created_at, body)
     select ${'account'}, value ->> 0, ${'position'}, ${'type'}, ${'now'}, value ->> 1 from json_each(${'events'})`,
+  /** sqlite for one event: no JSON to build and parse on the path of every single write. */
+  sqliteOne: sqlFor('sqlite')`
+    insert into events (account_id, id, tx_id, type, created_at, body)
+    values (${'account'}, ${'id'}, ${'position'}, ${'type'}, ${'now'}, ${'body'})`,
   sqlitePosition: sqlFor('sqlite')`${rawSql(SQLITE_NEXT_EVENT_POSITION)}`,
 }
 
@@ -51,8 +55,11 @@ export async function insertEvents(
   if (position === undefined) {
     throw new Error('event_sequence has no events row: are the migrations applied?')
   }
+  const [one] = events
   await trx.executeQuery(
-    bind(INSERT_EVENTS.sqlite, { account: accountId, position, type, now, events: JSON.stringify(events) }),
+    events.length === 1 && one
+      ? bind(INSERT_EVENTS.sqliteOne, { account: accountId, id: one[0], position, type, now, body: one[1] })
+      : bind(INSERT_EVENTS.sqlite, { account: accountId, position, type, now, events: JSON.stringify(events) }),
   )
 }
 
