@@ -125,8 +125,9 @@ export async function buildApp(
     },
     { prefix: '/api/v1' },
   )
-  const scanning = deps.config.secretScanning
-  if (scanning) {
+  const { keys: scanningKeys, action } = deps.config.secretScanning
+  if (scanningKeys) {
+    const scanning = { keys: scanningKeys, action }
     await app.register(secretScanningRoutes, { prefix: '/api/v1/secret_scanning', deps, scanning })
   }
   if (options.apiOnly !== true) {

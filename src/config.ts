@@ -80,7 +80,11 @@ export interface Config {
    * SECRET_SCANNING_PUBLIC_KEYS (a file of GitHub's format) and SECRET_SCANNING_ACTION: leaked-key
    * reports are taken only when set (src/api-keys/secret-scanning.ts).
    */
-  readonly secretScanning: { readonly keys: ScanningKeys; readonly action: 'revoke' | 'notify' } | undefined
+  readonly secretScanning: {
+    /** Undefined: no keys file, so no report endpoint (keys report-leak still works). */
+    readonly keys: ScanningKeys | undefined
+    readonly action: 'revoke' | 'notify'
+  }
 }
 
 export interface WebhooksConfig {
@@ -272,13 +276,13 @@ function parseSecretScanning(
   const action = choice<'revoke' | 'notify'>('SECRET_SCANNING_ACTION', 'revoke', { revoke: 'revoke', notify: 'notify' })
   const file = env.SECRET_SCANNING_PUBLIC_KEYS
   if (!file) {
-    return undefined
+    return Object.freeze({ keys: undefined, action })
   }
   try {
     return Object.freeze({ keys: parseScanningKeys(readFileSync(file, 'utf8')), action })
   } catch (error) {
     problems.push(`SECRET_SCANNING_PUBLIC_KEYS: ${file}: ${(error as Error).message}`)
-    return undefined
+    return Object.freeze({ keys: undefined, action })
   }
 }
 

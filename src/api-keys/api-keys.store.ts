@@ -110,16 +110,21 @@ export async function listActiveKeysCreatedBy(
   prefix: string,
   now: Date,
 ): Promise<StoredApiKey[]> {
-  const rows = await db
-    .selectFrom('api_keys')
-    .selectAll()
-    .where('account_id', 'in', [liveTenant(accountId).id, testTenant(accountId).id])
-    .where('created_by_user_id', '=', userId)
-    .where('revoked_at', 'is', null)
-    .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now.toISOString())]))
-    .orderBy('id')
-    .execute()
-  return rows.map((row) => ({ apiKey: toApiKey(row, prefix), keyHash: row.key_hash }))
+  const keys: StoredApiKey[] = []
+  // One query per mode: each names a single tenant, as every tenant statement does (Citus routing).
+  for (const tenant of [liveTenant(accountId), testTenant(accountId)]) {
+    const rows = await db
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', tenant.id)
+      .where('created_by_user_id', '=', userId)
+      .where('revoked_at', 'is', null)
+      .where((eb) => eb.or([eb('expires_at', 'is', null), eb('expires_at', '>', now.toISOString())]))
+      .orderBy('id')
+      .execute()
+    keys.push(...rows.map((row) => ({ apiKey: toApiKey(row, prefix), keyHash: row.key_hash })))
+  }
+  return keys
 }
 
 /** Finds a key by id alone: for the CLI, where an operator names a key without its account. */

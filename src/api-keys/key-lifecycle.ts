@@ -87,7 +87,7 @@ export async function revokeKey(
   return { pushed: push.sent }
 }
 
-/** The same inside the caller's transaction; `reason` goes into the audit entry's detail. */
+/** The same inside the caller's transaction; `why` (reason, source) goes into the audit entry's detail. */
 async function revokeKeyIn(
   trx: Trx,
   onCommit: OnCommit,
@@ -95,10 +95,10 @@ async function revokeKeyIn(
   { apiKey, keyHash }: StoredApiKey,
   actor: AuditActor,
   now: Date,
-  reason?: string,
+  why?: { reason: string; source?: string },
 ): Promise<{ sent: boolean }> {
   if (await revokeApiKey(trx, apiKey.account_id, apiKey.id, now)) {
-    const detail = reason ? { name: apiKey.name, reason } : { name: apiKey.name }
+    const detail = { name: apiKey.name, ...why }
     await recordAudit(trx, apiKey.account_id, { action: 'api_key.revoked', targetId: apiKey.id, actor, detail }, now)
   }
   return pushAfterCommit(deps, onCommit, keyHash)
@@ -125,7 +125,7 @@ export async function endKeysOfRemovedPerson(
     if (removal.keep.has(id)) {
       await recordAudit(trx, accountId, { action: 'api_key.kept', targetId: id, actor, detail: { name, reason } }, now)
     } else {
-      pushes.push({ keyId: id, push: await revokeKeyIn(trx, onCommit, deps, key, actor, now, reason) })
+      pushes.push({ keyId: id, push: await revokeKeyIn(trx, onCommit, deps, key, actor, now, { reason }) })
     }
   }
   return pushes
@@ -162,7 +162,9 @@ export async function reportExposedKey(
     await markKeyExposed(trx, accountId, id, exposure.url, now)
     const detail = { name, url: exposure.url, source: exposure.source, action }
     await recordAudit(trx, accountId, { action: 'api_key.exposed', targetId: id, actor: null, detail }, now)
-    return action === 'revoke' ? revokeKeyIn(trx, onCommit, deps, key, null, now, 'exposed') : { sent: false }
+    return action === 'revoke'
+      ? revokeKeyIn(trx, onCommit, deps, key, null, now, { reason: 'exposed', source: exposure.source })
+      : { sent: false }
   })
   return { pushed: push.sent }
 }

@@ -12,6 +12,7 @@ import { shownKey, signUp, type WebClient } from '../../test/web-client.js'
 import { listAudit } from '../audit/audit.js'
 import { runCli } from '../cli/cli.js'
 import { hashApiKey } from './api-key.js'
+import { parseScanningKeys } from './secret-scanning.js'
 
 const REPORT = '/api/v1/secret_scanning/report'
 const github = generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
@@ -103,7 +104,11 @@ describe.each(testDialects())('leaked-key reports on %s', (dialect) => {
         .filter((e) => e.action !== 'api_key.created')
         .map(({ action, actorUserId, detail }) => ({ action, actorUserId, detail })),
     ).toEqual([
-      { action: 'api_key.revoked', actorUserId: null, detail: { name: 'CI deploy', reason: 'exposed' } },
+      {
+        action: 'api_key.revoked',
+        actorUserId: null,
+        detail: { name: 'CI deploy', reason: 'exposed', source: 'content' },
+      },
       {
         action: 'api_key.exposed',
         actorUserId: null,
@@ -114,6 +119,7 @@ describe.each(testDialects())('leaked-key reports on %s', (dialect) => {
     expect(shown.body).toContain('was found in public at <a href="https://github.com/o/r/blob/abc/.env"')
     expect(shown.body).toContain('It was revoked at once')
     expect(shown.body).toContain('Key revoked: found in public')
+    expect(shown.body).toContain('a leaked-key report')
     // The same report again: labels alike, nothing new revoked, the banner stays.
     expect((await report(t, body)).json()).toEqual(res.json())
   })
@@ -129,8 +135,22 @@ describe.each(testDialects())('leaked-key reports on %s', (dialect) => {
     expect(await works(notifying, owner.key)).toBe(true)
     const shown = await page(owner.client, owner.home)
     expect(shown.body).toContain('It still works: roll it now')
-    // Only http(s) URLs become links.
+    // Only http(s) URLs become links; another is shown as text.
     expect(shown.body).not.toContain('href="javascript:')
+    expect(shown.body).toContain('was found in public at javascript:alert(1)')
+  })
+
+  it('takes a long URL (kept cut short) and a token named twice once', async () => {
+    const owner = await webKey(t, 'leak-long@example.com')
+    const url = `https://example.com/${'x'.repeat(5000)}`
+    const entry = { token: owner.key, type: 'contacts_api_key', url, source: 'content' }
+    const res = await report(t, JSON.stringify([entry, entry]))
+    expect(res.statusCode, res.body).toBe(200)
+    expect(res.json().map((label: { label: string }) => label.label)).toEqual(['true_positive', 'true_positive'])
+    const audit = await listAudit(t.db, owner.accountId, 10)
+    const exposed = audit.filter((e) => e.action === 'api_key.exposed')
+    expect(exposed).toHaveLength(1)
+    expect(String(exposed[0]?.detail.url)).toHaveLength(2048)
   })
 
   it('refuses unsigned, badly signed, oversized and malformed reports, and changes nothing', async () => {
@@ -170,6 +190,15 @@ describe('keys report-leak, on the command line', () => {
     try {
       expect(await cli(['accounts', 'create', '--name', 'Leaky', '--json'])).toBe(0)
       const { api_key: created } = JSON.parse(lines.pop() ?? '{}')
+      // SECRET_SCANNING_ACTION holds without a keys file: only flagged.
+      const notify = { ...env, SECRET_SCANNING_ACTION: 'notify' }
+      expect(
+        await runCli(['keys', 'report-leak', created.secret], notify, {
+          out: (x) => lines.push(x),
+          err: (x) => lines.push(x),
+        }),
+      ).toBe(0)
+      expect(lines.pop()).toMatch(/^Flagged /)
       const unknown = `service_live_${'B'.repeat(32)}`
       expect(await cli(['keys', 'report-leak', unknown])).toBe(2)
       expect(await cli(['keys', 'report-leak', created.secret])).toBe(0)
@@ -200,5 +229,27 @@ describe('leaked-key reports without SECRET_SCANNING_PUBLIC_KEYS', () => {
     } finally {
       await t.close()
     }
+  })
+})
+
+describe('SECRET_SCANNING_PUBLIC_KEYS, read', () => {
+  const pem = github.publicKey.export({ type: 'spki', format: 'pem' }).toString()
+  const file = (keys: Array<{ key_identifier: string; key: string }>) => JSON.stringify({ public_keys: keys })
+  it('refuses a private key, a repeated identifier and an unreadable key, naming the key', () => {
+    const privatePem = github.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()
+    expect(() => parseScanningKeys(file([{ key_identifier: 'a', key: privatePem }]))).toThrow(
+      /key a is not a PEM public key/,
+    )
+    expect(() =>
+      parseScanningKeys(
+        file([
+          { key_identifier: 'a', key: pem },
+          { key_identifier: 'a', key: pem },
+        ]),
+      ),
+    ).toThrow(/a appears twice/)
+    const broken = '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----'
+    expect(() => parseScanningKeys(file([{ key_identifier: 'b', key: broken }]))).toThrow(/key b cannot be read/)
+    expect(parseScanningKeys(file([{ key_identifier: 'a', key: pem }])).size).toBe(1)
   })
 })

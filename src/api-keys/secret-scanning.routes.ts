@@ -7,7 +7,14 @@ import { AppError } from '../http/errors.js'
 import { apiKeyPattern, hashApiKey } from './api-key.js'
 import { findKeyByHash } from './api-keys.store.js'
 import { reportExposedKey } from './key-lifecycle.js'
-import { isSignedReport, REPORT_MAX_TOKENS, Report, type ScanningKeys, type TokenLabel } from './secret-scanning.js'
+import {
+  EXPOSED_URL_MAX,
+  isSignedReport,
+  REPORT_MAX_TOKENS,
+  Report,
+  type ScanningKeys,
+  type TokenLabel,
+} from './secret-scanning.js'
 
 export const secretScanningRoutes: FastifyPluginAsync<{
   deps: Pick<Deps, 'database' | 'config' | 'clock' | 'keyRevocations'>
@@ -46,20 +53,27 @@ export const secretScanningRoutes: FastifyPluginAsync<{
     if (!Value.Check(Report, report)) {
       throw new AppError(
         'invalid_request',
-        `Expected a JSON array of at most ${REPORT_MAX_TOKENS} objects {token, type, url, source}.`,
+        `Expected a JSON array of at most ${REPORT_MAX_TOKENS} objects, each with a text token and type (url and source optional).`,
       )
     }
     const now = deps.clock.now()
     const labels: TokenLabel[] = []
+    /** Each token once per report, however often it is named. */
+    const known = new Map<string, boolean>()
     for (const { token, type, url, source } of report) {
       const keyHash = hashApiKey(token)
-      // A token of another shape is never looked up: it cannot be one of ours.
-      const found = keyPattern.test(token) ? await findKeyByHash(db, keyHash, prefix) : undefined
-      if (found) {
-        const exposure = { url: url ?? '', source: source ?? '' }
-        await reportExposedKey(deps, { apiKey: found.key, keyHash }, exposure, scanning.action, now)
+      let ours = known.get(keyHash)
+      if (ours === undefined) {
+        // A token of another shape is never looked up: it cannot be one of ours.
+        const found = keyPattern.test(token) ? await findKeyByHash(db, keyHash, prefix) : undefined
+        if (found) {
+          const exposure = { url: (url ?? '').slice(0, EXPOSED_URL_MAX), source: (source ?? '').slice(0, 100) }
+          await reportExposedKey(deps, { apiKey: found.key, keyHash }, exposure, scanning.action, now)
+        }
+        ours = found !== undefined
+        known.set(keyHash, ours)
       }
-      labels.push({ token_hash: keyHash, token_type: type, label: found ? 'true_positive' : 'false_positive' })
+      labels.push({ token_hash: keyHash, token_type: type, label: ours ? 'true_positive' : 'false_positive' })
     }
     return labels
   })

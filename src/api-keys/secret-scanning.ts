@@ -23,7 +23,19 @@ export function parseScanningKeys(text: string): ScanningKeys {
   }
   const keys = new Map<string, KeyObject>()
   for (const { key_identifier: id, key } of parsed.public_keys) {
-    const object = createPublicKey(key)
+    if (keys.has(id)) {
+      throw new Error(`key identifier ${id} appears twice`)
+    }
+    // createPublicKey would take a private key too (deriving its public half): such a file is a leak.
+    if (!key.includes('-----BEGIN PUBLIC KEY-----')) {
+      throw new Error(`key ${id} is not a PEM public key (-----BEGIN PUBLIC KEY-----)`)
+    }
+    let object: KeyObject
+    try {
+      object = createPublicKey(key)
+    } catch (error) {
+      throw new Error(`key ${id} cannot be read: ${(error as Error).message}`)
+    }
     if (object.asymmetricKeyType !== 'ec' || object.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
       throw new Error(`key ${id} is not an ECDSA P-256 public key`)
     }
@@ -53,15 +65,20 @@ export function isSignedReport(
 /** The most tokens one report may carry (GitHub sends a few at a time); its bytes: the API's 1 MiB. */
 export const REPORT_MAX_TOKENS = 1000
 
+// No length limits per field: one long URL must not make GitHub's whole report fail (the body's
+// 1 MiB bounds them); what is stored is cut to EXPOSED_URL_MAX.
 const ReportedToken = Type.Object(
   {
-    token: Type.String({ maxLength: 1000 }),
-    type: Type.String({ maxLength: 200 }),
-    url: Type.Optional(Type.String({ maxLength: 2000 })),
-    source: Type.Optional(Type.String({ maxLength: 200 })),
+    token: Type.String(),
+    type: Type.String(),
+    url: Type.Optional(Type.String()),
+    source: Type.Optional(Type.String()),
   },
   { additionalProperties: true },
 )
+
+/** The most characters of a reported URL kept (audit entry, banner). */
+export const EXPOSED_URL_MAX = 2048
 export const Report = Type.Array(ReportedToken, { maxItems: REPORT_MAX_TOKENS })
 export type Report = Static<typeof Report>
 

@@ -343,7 +343,7 @@ const COMMANDS: Record<string, CommandSpec> = {
           throw new UsageError('not an API key of this deployment')
         }
         const key = found.key
-        const action = deps.config.secretScanning?.action ?? 'revoke'
+        const action = deps.config.secretScanning.action
         const exposure = { url: '', source: 'operator' }
         await reportExposedKey(pushingFromCli(deps), { apiKey: key, keyHash }, exposure, action, deps.clock.now())
         return {

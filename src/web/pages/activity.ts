@@ -26,6 +26,10 @@ const REVOCATION_REASONS: Record<string, string> = {
 const revocationReason = (reason: unknown): string =>
   typeof reason === 'string' && Object.hasOwn(REVOCATION_REASONS, reason) ? (REVOCATION_REASONS[reason] ?? '') : ''
 
+/** Who acted when no person did: a leaked-key report says where it came from; else the command line. */
+const byNoPerson = (detail: Record<string, unknown>): string =>
+  typeof detail.source === 'string' && detail.source !== 'operator' ? 'a leaked-key report' : 'command line'
+
 export const when = (iso: string | null): Html =>
   iso
     ? html`<time datetime="${iso}">${iso.slice(0, 16).replace('T', ' ')} UTC</time>`
@@ -46,7 +50,7 @@ export function activityTable(
     (
       entry,
     ) => html`<tr><td>${when(entry.at)}</td><td data-label="What">${AUDIT_ACTIONS[entry.action]}${entry.action === 'api_key.revoked' ? revocationReason(entry.detail.reason) : ''}</td>
-<td data-label="${texts.target}">${names.get(entry.targetId) ?? entry.targetId}</td><td data-label="Who">${entry.actorUserId === null ? 'command line' : (entry.actorEmail ?? 'a former member')}</td>
+<td data-label="${texts.target}">${names.get(entry.targetId) ?? entry.targetId}</td><td data-label="Who">${entry.actorUserId === null ? byNoPerson(entry.detail) : (entry.actorEmail ?? 'a former member')}</td>
 <td class="optional mono" data-label="From">${entry.ip ?? ''}</td></tr>`,
   )}</tbody></table></div>`
 }

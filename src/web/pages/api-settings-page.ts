@@ -47,11 +47,22 @@ function exposedBanner(keys: readonly ApiKey[], now: Date): Html | '' {
   if (exposed.length === 0) {
     return ''
   }
+  // Only an http(s) URL becomes a link; any other is shown as text.
   const where = (url: string | null) =>
-    url && /^https?:\/\//i.test(url) ? html` at <a href="${url}" rel="noreferrer nofollow">${url}</a>` : ''
+    !url
+      ? ''
+      : /^https?:\/\//i.test(url)
+        ? html` at <a href="${url}" rel="noreferrer nofollow">${url}</a>`
+        : html` at ${url}`
+  const stateOf = (key: ApiKey) =>
+    key.revoked_at === null
+      ? 'It still works: roll it now, and remove it from where it was found.'
+      : key.exposed_at !== null && key.revoked_at < key.exposed_at
+        ? 'It had been revoked already.'
+        : 'It was revoked at once: put a new key wherever it was used.'
   return html`<div class="alert warn" role="alert">${exposed.map(
     (key) =>
-      html`<p><strong>${key.name}</strong> (<span class="mono">${key.redacted}</span>) was found in public${where(key.exposed_url)}, ${date(key.exposed_at)}. ${key.revoked_at ? 'It was revoked at once: put a new key wherever it was used.' : 'It still works: roll it now, and remove it from where it was found.'}</p>`,
+      html`<p><strong>${key.name}</strong> (<span class="mono">${key.redacted}</span>) was found in public${where(key.exposed_url)}, ${date(key.exposed_at)}. ${stateOf(key)}</p>`,
   )}</div>`
 }
 
