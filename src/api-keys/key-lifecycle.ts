@@ -107,7 +107,7 @@ async function revokeKeyIn(
 /**
  * When a person leaves an account, the keys they created there (either mode) that still work: each
  * revoked, unless the owner named it in `keep`; each decision audited with the reason
- * `creator_removed`. Returns the revocations whose push to the other instances failed.
+ * `creator_removed`. Returns each revocation with whether its push reached the other instances.
  */
 export async function endKeysOfRemovedPerson(
   trx: Trx,
@@ -181,8 +181,8 @@ export async function rollKey(
   now: Date,
 ): Promise<IssuedKey & Pushed> {
   const { issued, push } = await inTransaction(deps.database.db, async (trx, onCommit) => {
-    // Registered first: it runs once the whole roll has committed, and not at all if any step fails.
     await refuseFormerMember(trx, old.account_id, actor)
+    // Registered first: it runs once the whole roll has committed, and not at all if any step fails.
     const push = pushAfterCommit(deps, onCommit, keyHash)
     const oldExpiresAt = new Date(now.getTime() + overlapMs)
     await expireApiKeyAt(trx, old.account_id, old.id, oldExpiresAt)

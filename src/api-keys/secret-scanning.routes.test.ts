@@ -72,8 +72,10 @@ describe.each(testDialects())('leaked-key reports on %s', (dialect) => {
       scope: 'full',
       expires: 'never',
     })
-    const key = shownKey((await owner.client.get(String(res.headers.location))).body) as string
-    return { ...owner, key, home }
+    const location = String(res.headers.location)
+    const key = shownKey((await owner.client.get(location)).body) as string
+    const id = /keys\/(key_\w+)\/created/.exec(location)?.[1] as string
+    return { ...owner, key, id, home }
   }
   const page = (client: WebClient, home: string) => client.get(`${home}/settings/api`)
 
@@ -138,6 +140,25 @@ describe.each(testDialects())('leaked-key reports on %s', (dialect) => {
     // Only http(s) URLs become links; another is shown as text.
     expect(shown.body).not.toContain('href="javascript:')
     expect(shown.body).toContain('was found in public at javascript:alert(1)')
+  })
+
+  it('a key revoked before it was reported stays revoked once, and the banner says it already was', async () => {
+    const owner = await webKey(t, 'leak-earlier@example.com')
+    await owner.client.get(`${owner.home}/settings/api/keys/${owner.id}/revoke`)
+    const revoked = await owner.client.post(`${owner.home}/settings/api/keys/${owner.id}/revoke`, {})
+    expect(revoked.statusCode, revoked.body.slice(0, 300)).toBe(303)
+    const body = JSON.stringify([
+      { token: owner.key, type: 'contacts_api_key', url: 'https://example.com/x', source: 'content' },
+    ])
+    expect((await report(t, body)).json()).toEqual([
+      { token_hash: hashApiKey(owner.key), token_type: 'contacts_api_key', label: 'true_positive' },
+    ])
+    const actions = (await listAudit(t.db, owner.accountId, 10)).map((entry) => entry.action)
+    expect(actions.filter((action) => action === 'api_key.revoked')).toHaveLength(1)
+    expect(actions).toContain('api_key.exposed')
+    const shown = await page(owner.client, owner.home)
+    expect(shown.body).toContain('It had been revoked already.')
+    expect(shown.body).not.toContain('It was revoked at once')
   })
 
   it('takes a long URL (kept cut short) and a token named twice once', async () => {

@@ -24,7 +24,7 @@ export const secretScanningRoutes: FastifyPluginAsync<{
   const prefix = deps.config.keyPrefix
   const keyPattern = apiKeyPattern(prefix)
 
-  // The signature covers the bytes as sent: the body is kept as it came (the 1 MiB limit holds).
+  // The signature covers the bytes as sent: the body is kept as it came (the API's body limit holds).
   app.removeContentTypeParser('application/json')
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body))
 

@@ -62,11 +62,11 @@ export function isSignedReport(
   }
 }
 
-/** The most tokens one report may carry (GitHub sends a few at a time); its bytes: the API's 1 MiB. */
+/** The most tokens one report may carry (GitHub sends a few at a time); its bytes: the API's body limit. */
 export const REPORT_MAX_TOKENS = 1000
 
-// No length limits per field: one long URL must not make GitHub's whole report fail (the body's
-// 1 MiB bounds them); what is stored is cut to EXPOSED_URL_MAX.
+// No length limits per field: one long URL must not make GitHub's whole report fail (the API's
+// body limit bounds them); what is stored is cut to EXPOSED_URL_MAX.
 const ReportedToken = Type.Object(
   {
     token: Type.String(),

@@ -42,6 +42,9 @@ export function coalescedRun(task: () => Promise<void>, onError: (error: unknown
   return {
     wake,
     poll(ms) {
+      if (stopped) {
+        return
+      }
       wake()
       clearInterval(timer)
       timer = setInterval(wake, ms)

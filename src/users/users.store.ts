@@ -96,13 +96,18 @@ async function lockAccount(trx: Trx, accountId: string): Promise<void> {
  */
 export async function isMemberNow(trx: Trx, accountId: string, userId: string): Promise<boolean> {
   await lockAccount(trx, accountId)
-  const row = await trx
+  return (await roleIn(trx, accountId, userId)) !== undefined
+}
+
+/** The person's role in the account, or undefined when they are not a member. */
+async function roleIn(db: Db, accountId: string, userId: string): Promise<Role | undefined> {
+  const row = await db
     .selectFrom('memberships')
     .select('role')
     .where('account_id', '=', accountId)
     .where('user_id', '=', userId)
     .executeTakeFirst()
-  return row !== undefined
+  return row?.role
 }
 
 /** The accounts a person belongs to, oldest first. */
@@ -164,16 +169,11 @@ export async function changeMembership(
       .where('account_id', '=', accountId)
       .where('role', '=', 'owner')
       .execute()
-    const current = await trx
-      .selectFrom('memberships')
-      .select('role')
-      .where('account_id', '=', accountId)
-      .where('user_id', '=', userId)
-      .executeTakeFirst()
+    const current = await roleIn(trx, accountId, userId)
     if (!current) {
       return { ok: false, code: 'not_found' }
     }
-    if (current.role === 'owner' && role !== 'owner' && owners.length <= 1) {
+    if (current === 'owner' && role !== 'owner' && owners.length <= 1) {
       return { ok: false, code: 'last_owner' }
     }
     if (role === null) {

@@ -106,12 +106,12 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   async function pageData(request: FastifyRequest, now: Date) {
     const { tenant, home, role } = accountContext(request)
-    const [{ rows, days }, activity, mayManage, deletingSince] = await Promise.all([
+    const [{ rows, days }, activity, deletingSince] = await Promise.all([
       keyRows(tenant.id, now),
       listAudit(db, tenant.id, ACTIVITY_SHOWN, KEY_ACTIONS),
-      keyManagement(request),
       tenant.livemode ? undefined : testDataDeletionSince(db, tenant),
     ])
+    const mayManage = keyManagement(request)
     const fullAccess = can(role, 'full_keys')
     const testData = tenant.livemode
       ? undefined
@@ -145,9 +145,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
    * Which keys this person may roll and revoke: all for owners and admins; for a member only the
    * read-only keys they issued (another's integration may depend on the rest). Page and guard agree.
    */
-  async function keyManagement(
-    request: FastifyRequest,
-  ): Promise<(key: Pick<ApiKey, 'scopes' | 'created_by_user_id'>) => boolean> {
+  function keyManagement(request: FastifyRequest): (key: Pick<ApiKey, 'scopes' | 'created_by_user_id'>) => boolean {
     const { role, user } = accountContext(request)
     if (can(role, 'full_keys')) {
       return () => true
@@ -155,8 +153,8 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     return (key) => !key.scopes.includes('write') && key.created_by_user_id === user.id
   }
 
-  async function refuseMemberUnlessOwnReadOnly(request: FastifyRequest, key: ApiKey): Promise<void> {
-    if (!(await keyManagement(request))(key)) {
+  function refuseMemberUnlessOwnReadOnly(request: FastifyRequest, key: ApiKey): void {
+    if (!keyManagement(request)(key)) {
       throw new AppError('insufficient_scope', 'Members can revoke and roll only the read-only keys they created.')
     }
   }
@@ -230,7 +228,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { tenant, home } = accountContext(request)
       const { apiKey } = await findKeyOr404(tenant.id, request.params.keyId)
-      await refuseMemberUnlessOwnReadOnly(request, apiKey)
+      refuseMemberUnlessOwnReadOnly(request, apiKey)
       const { rows } = await keyRows(tenant.id, deps.clock.now())
       const requests = rows.find((r) => r.key.id === apiKey.id)?.usage.reduce((a, b) => a + b, 0) ?? 0
       return render(request, reply, (c) => revokeConfirmPage(c, { home, key: apiKey, requests }))
@@ -243,7 +241,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { tenant, home } = accountContext(request)
       const key = await findKeyOr404(tenant.id, request.params.keyId)
-      await refuseMemberUnlessOwnReadOnly(request, key.apiKey)
+      refuseMemberUnlessOwnReadOnly(request, key.apiKey)
       const now = deps.clock.now()
       // Never limited: revoking is what one does when a key leaks, and it makes no secret.
       const { pushed } = await revokeKey(deps, key, auditActorOf(request), now)
@@ -258,7 +256,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { tenant, home } = accountContext(request)
       const { apiKey } = await findKeyOr404(tenant.id, request.params.keyId)
-      await refuseMemberUnlessOwnReadOnly(request, apiKey)
+      refuseMemberUnlessOwnReadOnly(request, apiKey)
       if (keyState(apiKey, deps.clock.now()) !== 'active') {
         throw new AppError('not_found', 'This key cannot be rolled.')
       }
@@ -272,7 +270,7 @@ export const apiSettingsRoutes: FastifyPluginAsyncTypebox<{
     async (request, reply) => {
       const { tenant, home } = accountContext(request)
       const old = await findKeyOr404(tenant.id, request.params.keyId)
-      await refuseMemberUnlessOwnReadOnly(request, old.apiKey)
+      refuseMemberUnlessOwnReadOnly(request, old.apiKey)
       const { overlap, confirm } = formValues(request, ROLL_KEY_FIELDS)
       const overlapMs = isChoiceOf(OVERLAP_CHOICES, overlap) ? DURATION_MS[overlap] : undefined
       if (overlapMs === undefined || old.apiKey.revoked_at !== null) {
