@@ -18,21 +18,28 @@ const ID_PREFIXES = {
 export type IdKind = keyof typeof ID_PREFIXES
 
 const BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
-let lastTime = -1
-const lastRandom = new Uint8Array(10)
+/** Each kind's last time and random part: a kind's ids are made at its own callers' times. */
+const last = new Map<IdKind, { time: number; random: Uint8Array }>()
 
 /**
- * Monotonic within this process: ids of one millisecond add a random step to the random part, so
- * they sort in creation order but one id does not give away the next (Request-Id is public).
+ * Monotonic per kind within this process: ids of one millisecond add a random step to the random
+ * part, so they sort in creation order but one id does not give away the next (Request-Id is
+ * public). Per kind, so ids made at a given time (an audit entry at the clock's now) never carry
+ * another kind's ids, such as request ids, whose time the request log reads, forward.
  */
 export function newId(kind: IdKind, now = Date.now()): string {
-  if (now <= lastTime) {
-    addToRandom(randomStep())
-  } else {
-    lastTime = now
-    lastRandom.set(randomBytes(10))
+  let state = last.get(kind)
+  if (!state) {
+    state = { time: -1, random: new Uint8Array(10) }
+    last.set(kind, state)
   }
-  return `${ID_PREFIXES[kind]}_${encodeTime(lastTime)}${encodeRandom(lastRandom)}`
+  if (now <= state.time) {
+    addToRandom(state.random, randomStep())
+  } else {
+    state.time = now
+    state.random.set(randomBytes(10))
+  }
+  return `${ID_PREFIXES[kind]}_${encodeTime(state.time)}${encodeRandom(state.random)}`
 }
 
 /** The pattern of a well-formed id of this kind (used by route schemas). */
@@ -40,6 +47,26 @@ export const idPattern = (kind: IdKind): string => `^${ID_PREFIXES[kind]}_[0-9A-
 
 /** The length of every id of this kind: the prefix, `_` and the 26 characters of the ULID. */
 export const idLength = (kind: IdKind): number => ID_PREFIXES[kind].length + 27
+
+/** The last millisecond a ULID's 48-bit time can hold (the year 10889): times beyond are read as it. */
+const MAX_TIME = 2 ** 48 - 1
+
+/** When an id was made: the milliseconds its ULID's time part holds. */
+export function timeOfId(id: string): number {
+  const time = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 11)
+  let ms = 0
+  for (const char of time) {
+    ms = ms * 32 + BASE32.indexOf(char)
+  }
+  return ms
+}
+
+/**
+ * The smallest id of this kind made at `ms` or later: every id made before `ms` sorts below it, so
+ * a time range becomes a range of ids. A time before 1970 is read as 1970: no id is older.
+ */
+export const firstIdAt = (kind: IdKind, ms: number): string =>
+  `${ID_PREFIXES[kind]}_${encodeTime(Math.min(Math.max(ms, 0), MAX_TIME))}${'0'.repeat(16)}`
 
 /** Random bytes drawn in blocks: one system call per 1,024 steps, not one per id. */
 const stepPool = Buffer.alloc(4096)
@@ -55,11 +82,11 @@ function randomStep(): number {
   return step
 }
 
-function addToRandom(step: number): void {
+function addToRandom(random: Uint8Array, step: number): void {
   let carry = step
-  for (let i = lastRandom.length - 1; i >= 0 && carry > 0; i--) {
-    const sum = (lastRandom[i] ?? 0) + (carry % 256)
-    lastRandom[i] = sum % 256
+  for (let i = random.length - 1; i >= 0 && carry > 0; i--) {
+    const sum = (random[i] ?? 0) + (carry % 256)
+    random[i] = sum % 256
     carry = Math.floor(carry / 256) + Math.floor(sum / 256)
   }
   // Overflowing 80 bits needs about 2^48 ids in one millisecond: it cannot happen.
