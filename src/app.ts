@@ -24,6 +24,8 @@ import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactUrl, requestLineLogger } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
+import { logRequests } from './request-logs/request-log.hook.js'
+import { requestLogsRoutes } from './request-logs/request-logs.routes.js'
 import { webhookEndpointsRoutes } from './webhooks/webhook-endpoints.routes.js'
 
 /** Fastify's form of TRUST_PROXY: a hop count becomes "the nearest n hops" (proxy-addr's own reading of a number). */
@@ -106,11 +108,13 @@ export async function buildApp(
   })
 
   installMetrics(app, deps.metrics, deps.config.metricsToken)
+  deps.requestLog.reportErrorsTo((error) => app.log.warn({ err: error }, 'writing the request log failed'))
   await registerOpenApi(app, deps.config, { ui: options.apiOnly !== true })
   await app.register(healthRoutes, { deps })
   await app.register(
     async (api) => {
       requireApiKey(api, deps)
+      logRequests(api, deps.requestLog)
       // Before the Idempotency-Key is claimed: a refused request leaves no answer behind.
       refuseUnevaluatedConditions(api)
       installIdempotency(api, deps.database.db, deps.clock, {
@@ -122,6 +126,7 @@ export async function buildApp(
       await api.register(contactsBatchRoutes, { prefix: '/contacts', deps })
       await api.register(eventsRoutes, { prefix: '/events', deps })
       await api.register(webhookEndpointsRoutes, { prefix: '/webhook_endpoints', deps })
+      await api.register(requestLogsRoutes, { prefix: '/request_logs', deps })
     },
     { prefix: '/api/v1' },
   )

@@ -49,6 +49,8 @@ export interface Config {
   readonly webhooks: WebhooksConfig
   /** Events and delivery records older than this many days are purged. */
   readonly eventRetentionDays: number
+  /** The request log (docs/request-log.md): kept this many days; per tenant and UTC day at most maxPerDay stored. */
+  readonly requestLog: { readonly retentionDays: number; readonly maxPerDay: number }
   /** MAX_CONTACTS_PER_ACCOUNT: beyond it a create is 403 quota_exceeded (src/contacts/contact-count.ts). */
   readonly maxContactsPerAccount: number
   /** MAX_TEST_CONTACTS_PER_ACCOUNT: the same in an account's test mode (docs/test-mode.md). */
@@ -210,6 +212,11 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
       : {}),
   }
   const eventRetentionDays = integer('EVENT_RETENTION_DAYS', 30, 1, 3650)
+  const requestLog = {
+    retentionDays: integer('REQUEST_LOG_RETENTION_DAYS', 7, 1, 3650),
+    // 0 stores nothing: requests are only counted.
+    maxPerDay: integer('REQUEST_LOG_MAX_PER_DAY', 1_000_000, 0, 1_000_000_000),
+  }
   const maxContactsPerAccount = integer('MAX_CONTACTS_PER_ACCOUNT', 1_000_000, 1, 1_000_000_000)
   const maxTestContactsPerAccount = integer('MAX_TEST_CONTACTS_PER_ACCOUNT', 10_000, 1, 1_000_000_000)
   const idempotencyKeysPerAccount = integer('IDEMPOTENCY_KEYS_PER_ACCOUNT', 20_000, 1, 10_000_000)
@@ -247,6 +254,7 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     trustProxy,
     webhooks: Object.freeze(webhooks),
     eventRetentionDays,
+    requestLog: Object.freeze(requestLog),
     maxContactsPerAccount,
     maxTestContactsPerAccount,
     idempotencyKeysPerAccount,

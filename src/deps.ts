@@ -26,6 +26,7 @@ import { createMetrics, type Metrics } from './observability/metrics.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
 import { memoryBuckets, redisBucketStore, redisBuckets } from './rate-limit/token-bucket.js'
 import { leasedBuckets } from './rate-limit/token-lease.js'
+import { createRequestLogWriter, type RequestLogWriter } from './request-logs/request-log-writer.js'
 import type { WebhookActionsDeps } from './webhooks/endpoint-lifecycle.js'
 import { webhookSecretKey } from './webhooks/secrets.js'
 import { defaultResolver, type Resolver } from './webhooks/webhook-url.js'
@@ -50,6 +51,8 @@ export interface Deps {
   readonly imports: ImportRunner
   /** Deletes the test data of accounts that asked for it, off the request path (src/accounts/test-data.ts). */
   readonly testData: TestDataPurger
+  /** Writes the request log in batches off the request path (src/request-logs/request-log-writer.ts). */
+  readonly requestLog: RequestLogWriter
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
@@ -122,6 +125,11 @@ export function createDeps(
     secret,
     contacts,
     testData: createTestDataPurger({ db: database.db, contacts, clock }),
+    requestLog: createRequestLogWriter({
+      db: database.db,
+      maxPerDay: config.requestLog.maxPerDay,
+      count: (outcome, entries) => metrics.requestLogEntries.inc({ outcome }, entries),
+    }),
     imports: createImportRunner({
       db: database.db,
       contacts,
@@ -197,6 +205,8 @@ export function revocationPushWarning(config: Config): string | undefined {
 }
 
 export async function closeDeps(deps: Deps): Promise<void> {
+  // First: what is still pending of the request log is written while the database is open.
+  await deps.requestLog.stop()
   await deps.testData.stop()
   await deps.imports.stop()
   await deps.imports.close()

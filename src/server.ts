@@ -13,6 +13,7 @@ import { healthRoutes } from './observability/health.js'
 import { loggerOptions } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
+import { purgeExpiredRequestLogs } from './request-logs/request-logs.store.js'
 import { purgeExpiredSessions } from './users/sessions.store.js'
 import { purgeExpiredDeliveries } from './webhooks/deliveries.store.js'
 import type { DeliveryWorker } from './webhooks/delivery-worker.js'
@@ -70,6 +71,7 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
       purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
       purgeExpiredDeliveries(deps.database.db, deps.clock.now(), config.eventRetentionDays),
       purgeFinishedImports(deps.database.db, deps.clock.now(), config.eventRetentionDays),
+      purgeExpiredRequestLogs(deps.database.db, deps.clock.now(), config.requestLog.retentionDays),
     ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)

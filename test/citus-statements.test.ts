@@ -13,6 +13,7 @@ import { purgeExpiredEvents } from '../src/events/events.store.js'
 import { purgeExpiredIdempotencyKeys } from '../src/idempotency/idempotency.js'
 import { purgeFinishedImports } from '../src/imports/imports.store.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from '../src/rate-limit/sign-in-throttle.js'
+import { purgeExpiredRequestLogs } from '../src/request-logs/request-logs.store.js'
 import { purgeExpiredDeliveries } from '../src/webhooks/deliveries.store.js'
 import { startDeliveryWorker } from '../src/webhooks/delivery-worker.js'
 import { placementOf, readCatalog } from './citus-plan.js'
@@ -181,6 +182,7 @@ async function runSession(t: TestHarness, sent: Set<string>): Promise<void> {
     await purgeExpiredEvents(t.db, now, t.deps.config.eventRetentionDays)
     await purgeExpiredDeliveries(t.db, now, t.deps.config.eventRetentionDays)
     await purgeFinishedImports(t.db, now, t.deps.config.eventRetentionDays)
+    await purgeExpiredRequestLogs(t.db, now, t.deps.config.requestLog.retentionDays)
     await findApiKeyById(t.db, acme.keyId, t.deps.config.keyPrefix)
     await hasAnyAccount(t.db)
     await t.app.inject({ method: 'GET', url: '/metrics' })
@@ -272,6 +274,17 @@ async function apiSession(t: TestHarness, acme: TestAccount, hookUrl: string, se
   await call('GET', '/events', '/events?type=contact.created')
   const event = (events.events as Array<{ id: string }>)[0]
   await call('GET', '/events/{id}', `/events/${event?.id}`)
+  const logs = await call('GET', '/request_logs', '/request_logs?limit=2')
+  if (typeof logs.next_cursor === 'string') {
+    await call('GET', '/request_logs', `/request_logs?limit=2&after=${encodeURIComponent(logs.next_cursor)}`)
+  }
+  await call(
+    'GET',
+    '/request_logs',
+    '/request_logs?status=2xx&method=GET&path=/api/v1/contacts&created_after=2020-01-01T00:00:00Z',
+  )
+  const [logged] = logs.request_logs as Array<{ id: string }>
+  await call('GET', '/request_logs/{id}', `/request_logs/${logged?.id}`)
   await call('GET', '/webhook_endpoints', '/webhook_endpoints')
   await call('GET', '/webhook_endpoints/{id}', `/webhook_endpoints/${endpoint.id}`)
   await call('PATCH', '/webhook_endpoints/{id}', `/webhook_endpoints/${endpoint.id}`, { description: 'CRM' })

@@ -214,6 +214,14 @@ export const GLOBAL_QUERIES: GlobalQuery[] = [
     ),
   },
   {
+    name: 'request log purge: the tenants with old entries',
+    source: 'purgeExpiredRequestLogs (src/request-logs/request-logs.store.ts): `serve` at start and hourly',
+    reason: 'retention is by age across all accounts; the purge then deletes tenant by tenant',
+    onCitus: 'a multi-shard select on the small request_log_days table, hourly',
+    dialects: both,
+    matches: text(/^select distinct account_id from request_log_days where day <= \$1$/),
+  },
+  {
     name: 'idempotency expiry purge',
     source: 'purgeExpiredIdempotencyKeys (src/idempotency/idempotency.ts): `serve` at start and hourly',
     reason: 'expiry is by age across all accounts',

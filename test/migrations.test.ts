@@ -452,6 +452,8 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       webhook_endpoints: ['account_id', 'id'],
       webhook_deliveries: ['account_id', 'id'],
       webhook_dispatch: ['name'],
+      request_log_chunks: ['account_id', 'last_id'],
+      request_log_days: ['account_id', 'day'],
     })
     expect(sqlite?.foreignKeys).toEqual({
       accounts: [],
@@ -475,6 +477,8 @@ describe('schema parity between SQLite and PostgreSQL', () => {
       webhook_endpoints: [['account_id']],
       webhook_deliveries: [['account_id', 'endpoint_id']],
       webhook_dispatch: [],
+      request_log_chunks: [['account_id']],
+      request_log_days: [['account_id']],
     })
     expect(sqlite?.uniqueIndexes).toEqual({
       api_keys_key_hash_key: { table: 'api_keys', columns: ['key_hash'] },

@@ -20,6 +20,8 @@ export const TABLES = [
   'idempotency_keys',
   'invitations',
   'memberships',
+  'request_log_chunks',
+  'request_log_days',
   'sessions',
   'sign_in_failures',
   'users',

@@ -1,5 +1,6 @@
 // The README's path, as a user runs it: `serve` in its own process on a real port, a key from the
-// CLI, requests over TCP, then SIGTERM: in-flight requests finish and the process exits 0.
+// CLI, requests over TCP, then SIGTERM: in-flight requests finish, the request log is written, and
+// the process exits 0.
 import { type ChildProcess, spawn } from 'node:child_process'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
@@ -9,6 +10,9 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createClient } from '../packages/client/src/index.js'
 import { runCli } from '../src/cli/cli.js'
+import { openDatabase } from '../src/db/database.js'
+import type { RequestLog } from '../src/request-logs/request-log.js'
+import { listRequestLogRows } from '../src/request-logs/request-logs.store.js'
 import { testDialects } from './dialects.js'
 import { createThrowawaySchema } from './harness.js'
 import { cliCommand, freePort } from './processes.js'
@@ -28,6 +32,7 @@ describe('contacts-api serve in a real process', () => {
   let stdout = ''
   let stderr = ''
   let key = ''
+  let accountId = ''
   let pastedAccount = ''
 
   beforeAll(async () => {
@@ -92,6 +97,7 @@ describe('contacts-api serve in a real process', () => {
     expect(code).toBe(0)
     const { account, api_key } = JSON.parse(out[0] ?? '{}')
     key = api_key.secret
+    accountId = account.id
     // As a client developer would: through the SDK (packages/client).
     const client = createClient({ baseUrl: base, apiKey: api_key.secret })
     expect((await client.me()).id).toBe(account.id)
@@ -149,6 +155,20 @@ describe('contacts-api serve in a real process', () => {
     expect(await answer).toBe(201)
     expect(await exitCode).toBe(0)
     expect(stdout).toContain('"msg":"shutting down"')
+    // The request log's entries still waiting at the signal were written in the drain: all of them,
+    // the POST answered after the signal too (docs/request-log.md).
+    const database = openDatabase({ kind: 'sqlite', path: path.join(dir, 'contacts.sqlite'), synchronous: 'NORMAL' })
+    try {
+      const { rows } = await listRequestLogRows(database.db, accountId, { afterId: undefined, fetch: 100 })
+      const logged = rows.map((row) => JSON.parse(row.body) as RequestLog).reverse()
+      expect(logged.map(({ method, path, status }) => [method, path, status])).toEqual([
+        ['GET', '/api/v1/me', 200],
+        ['POST', '/api/v1/contacts', 201],
+        ['POST', '/api/v1/contacts', 201],
+      ])
+    } finally {
+      await database.close()
+    }
   })
 })
 

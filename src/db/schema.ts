@@ -12,6 +12,7 @@ import type { EventSequenceTable, EventsTable } from '../events/events.table.js'
 import type { IdempotencyKeysTable } from '../idempotency/idempotency.table.js'
 import type { ContactImportFilePartsTable, ContactImportsTable } from '../imports/imports.table.js'
 import type { InvitationsTable } from '../invitations/invitations.table.js'
+import type { RequestLogChunksTable, RequestLogDaysTable } from '../request-logs/request-logs.table.js'
 import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
 import type { WebhookDeliveriesTable, WebhookDispatchTable, WebhookEndpointsTable } from '../webhooks/webhooks.table.js'
 
@@ -37,4 +38,6 @@ export interface Database {
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
   webhook_dispatch: WebhookDispatchTable
+  request_log_chunks: RequestLogChunksTable
+  request_log_days: RequestLogDaysTable
 }

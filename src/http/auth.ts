@@ -116,5 +116,8 @@ export function requireFullAccess(scope: FastifyInstance, what: string): void {
   })
 }
 
+/** The key and account of a request if it was authenticated; undefined if it was not (yet). */
+export const authIfAny = (request: FastifyRequest): AuthContext | undefined => contexts.get(request)
+
 /** The tenant id of an authenticated request: its key's account in the key's mode. */
 export const tenantIdOf = (request: FastifyRequest): string | undefined => contexts.get(request)?.tenant.id

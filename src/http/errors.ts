@@ -133,6 +133,7 @@ export function problemOf(error: AppError, requestId: string): Problem {
 }
 
 export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  problemCodes.set(reply, error.code)
   const { headers } = error.options
   const body = problemOf(error, String(reply.request.id))
   if (headers) {
@@ -147,6 +148,12 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
     .serializer((payload) => JSON.stringify(payload))
     .send(body)
 }
+
+/** The code of the problem each reply sent, for the request log. */
+const problemCodes = new WeakMap<FastifyReply, ErrorCode>()
+
+/** The `code` of the problem this reply sent; undefined when it sent none. */
+export const problemCodeOf = (reply: FastifyReply): ErrorCode | undefined => problemCodes.get(reply)
 
 function fromValidation(error: FastifyError): AppError {
   const errors = fieldErrorsOf(error)

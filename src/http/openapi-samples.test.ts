@@ -60,6 +60,8 @@ const SESSION = [
   'getWebhookDelivery',
   'retryWebhookDelivery',
   'deleteWebhookEndpoint',
+  'listRequestLogs',
+  'getRequestLog',
   'deleteContact',
 ]
 
@@ -179,6 +181,8 @@ async function createdId(
       return [SAMPLE_IDS.event, await first('/api/v1/events', 'events')]
     case 'createWebhookEndpoint':
       return [SAMPLE_IDS.endpoint, await first('/api/v1/webhook_endpoints', 'webhook_endpoints')]
+    case 'listRequestLogs':
+      return [SAMPLE_IDS.request, await first('/api/v1/request_logs', 'request_logs')]
     case 'testWebhookEndpoint':
       return [
         SAMPLE_IDS.delivery,

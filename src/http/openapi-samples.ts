@@ -9,6 +9,7 @@ export const SAMPLE_IDS = {
   event: 'evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C',
   endpoint: 'we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F',
   delivery: 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G',
+  request: 'req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H',
 } as const
 
 /** The sample's Idempotency-Key: one per operation, so pasting samples never reuses a key. */
@@ -94,6 +95,16 @@ export const SAMPLES: Readonly<Record<string, Sample>> = {
   getEvent: {
     path: { id: SAMPLE_IDS.event },
     sdk: () => `const event = await client.events.get(${q(SAMPLE_IDS.event)})`,
+  },
+  listRequestLogs: {
+    query: { status: '4xx', limit: 20 },
+    sdk: ({ query }) =>
+      `const page = await client.requestLogs.list(${query})\n` +
+      `// or every one, newest first:\nfor await (const entry of client.requestLogs.all({ status: '5xx' })) {\n  console.log(entry.id, entry.path, entry.error_code)\n}`,
+  },
+  getRequestLog: {
+    path: { id: SAMPLE_IDS.request },
+    sdk: () => `const entry = await client.requestLogs.get(${q(SAMPLE_IDS.request)})`,
   },
   listWebhookEndpoints: { sdk: () => 'const page = await client.webhookEndpoints.list()' },
   createWebhookEndpoint: {

@@ -17,6 +17,8 @@ export interface Metrics {
   readonly webhookDeliveries: Counter<'outcome'>
   /** From an event's commit to its delivery's first attempt. */
   readonly webhookDeliveryLag: Histogram
+  /** Request log entries by outcome: stored, capped (counted, not stored), failed (the write failed). */
+  readonly requestLogEntries: Counter<'outcome'>
 }
 
 export function createMetrics(database: DatabaseHandle): Metrics {
@@ -80,6 +82,12 @@ export function createMetrics(database: DatabaseHandle): Metrics {
       name: 'webhook_delivery_lag_seconds',
       help: "From an event's commit to the first attempt of its delivery",
       buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers: [registry],
+    }),
+    requestLogEntries: new Counter({
+      name: 'request_log_entries_total',
+      help: 'Request log entries by outcome (stored; capped: counted, not stored; failed: the write failed)',
+      labelNames: ['outcome'],
       registers: [registry],
     }),
   }

@@ -23,8 +23,11 @@ import {
   exactQuery,
   type ListContactsQuery,
   type ListEventsQuery,
+  type ListRequestLogsQuery,
   type ListWebhookDeliveriesQuery,
   type ListWebhookEndpointsQuery,
+  type RequestLog,
+  type RequestLogPage,
   type RollSecretInput,
   type WebhookDelivery,
   type WebhookDeliveryPage,
@@ -311,12 +314,24 @@ export function createClient(options: ClientOptions) {
     deliveries,
   }
 
+  const requestLogs = {
+    /** One page of the requests made with the account's keys in this mode, newest first (a full-access key). */
+    list: (query?: ListRequestLogsQuery, init?: RequestOptions): Promise<RequestLogPage> =>
+      ok(api.GET('/api/v1/request_logs', { params: { query: exactQuery<'listRequestLogs'>(query) }, ...init })),
+    all: (query: Omit<ListRequestLogsQuery, 'after'> = {}): AsyncGenerator<RequestLog, void, undefined> =>
+      walk((q: ListRequestLogsQuery) => requestLogs.list(q), 'request_logs', query as ListRequestLogsQuery),
+    /** One request by the `Request-Id` of its response (also `ApiError.requestId`). */
+    get: (id: string, init?: RequestOptions): Promise<RequestLog> =>
+      ok(api.GET('/api/v1/request_logs/{id}', { params: { path: { id } }, ...init })),
+  }
+
   return {
     /** The key's account, the key itself (never its secret) and the account's limits. */
     me: (init?: RequestOptions): Promise<Account> => ok(api.GET('/api/v1/me', { ...init })),
     contacts,
     events,
     webhookEndpoints,
+    requestLogs,
     /** The underlying openapi-fetch client (same auth, Idempotency-Key and retries) for anything else. */
     raw: api,
   }

@@ -730,6 +730,82 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/request_logs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List request logs
+         * @description The requests made with this account's keys in this mode, newest first; pass next_cursor back as `after`. Kept REQUEST_LOG_RETENTION_DAYS (7 by default). An entry is written within about a second of its response. With `status`, `key_id`, `method` or `path`, a page examines at most 10,000 entries and may end short, even empty, with a non-null next_cursor: keep going until next_cursor is null.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/request_logs?status=4xx&limit=20' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const page = await client.requestLogs.list({ status: '4xx', limit: 20 })
+         *     // or every one, newest first:
+         *     for await (const entry of client.requestLogs.all({ status: '5xx' })) {
+         *       console.log(entry.id, entry.path, entry.error_code)
+         *     }
+         *     ```
+         */
+        get: operations["listRequestLogs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/request_logs/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Get a request log
+         * @description One request of this account in this mode, by its `Request-Id`; any other id, well-formed or not, is 404.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/request_logs/req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const entry = await client.requestLogs.get('req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H')
+         *     ```
+         */
+        get: operations["getRequestLog"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     "contact.created": {
@@ -1237,6 +1313,84 @@ export interface components {
             }[];
             /** @description contact_exists: the id of the contact that has this email. */
             existing_id?: string;
+        };
+        /**
+         * @description One authenticated request: never its bodies or its key.
+         * @example {
+         *       "object": "request_log",
+         *       "id": "req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H",
+         *       "livemode": true,
+         *       "created_at": "2026-11-22T10:00:00.000Z",
+         *       "key_id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2K",
+         *       "method": "GET",
+         *       "path": "/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+         *       "route": "/api/v1/contacts/{id}",
+         *       "status": 404,
+         *       "duration_ms": 3,
+         *       "error_code": "not_found",
+         *       "ip": "203.0.113.7",
+         *       "user_agent": "contacts-api-client/0.1.0",
+         *       "idempotency_key": null,
+         *       "idempotent_replayed": false
+         *     }
+         */
+        RequestLog: {
+            /** @constant */
+            object: "request_log";
+            id: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            key_id: string;
+            method: string;
+            /** @description Without the query string. */
+            path: string;
+            /** @description The route template, to group requests by. */
+            route: string;
+            /** Format: int32 */
+            status: number;
+            /** @description From the request read to the response sent, in ms. */
+            duration_ms: number;
+            error_code: string | null;
+            /** @description The client’s address (TRUST_PROXY decides which hop). */
+            ip: string;
+            user_agent: string | null;
+            idempotency_key: string | null;
+            /** @description true when the answer replayed an earlier one. */
+            idempotent_replayed: boolean;
+        };
+        /**
+         * @example {
+         *       "request_logs": [
+         *         {
+         *           "object": "request_log",
+         *           "id": "req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H",
+         *           "livemode": true,
+         *           "created_at": "2026-11-22T10:00:00.000Z",
+         *           "key_id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2K",
+         *           "method": "GET",
+         *           "path": "/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+         *           "route": "/api/v1/contacts/{id}",
+         *           "status": 404,
+         *           "duration_ms": 3,
+         *           "error_code": "not_found",
+         *           "ip": "203.0.113.7",
+         *           "user_agent": "contacts-api-client/0.1.0",
+         *           "idempotency_key": null,
+         *           "idempotent_replayed": false
+         *         }
+         *       ],
+         *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+         *     }
+         */
+        RequestLogList: {
+            request_logs: components["schemas"]["RequestLog"][];
+            next_cursor: string | null;
         };
         /**
          * @example {
@@ -5066,6 +5220,313 @@ export interface operations {
             };
             /** @description Idempotency key reused (`idempotency_key_reused`). */
             422: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error (`internal_error`). */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (`service_unavailable`). */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listRequestLogs: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-100; may change between pages. */
+                limit?: number;
+                /** @description The next_cursor of the previous page, passed back unchanged. */
+                after?: string;
+                /** @description An exact status, `404`, or a class, `4xx`. */
+                status?: string;
+                /** @description Requests made with this key. */
+                key_id?: string;
+                method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
+                /** @description Paths that start with this. */
+                path?: string;
+                created_after?: string;
+                created_before?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of request logs. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "request_logs": [
+                     *         {
+                     *           "object": "request_log",
+                     *           "id": "req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H",
+                     *           "livemode": true,
+                     *           "created_at": "2026-11-22T10:00:00.000Z",
+                     *           "key_id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2K",
+                     *           "method": "GET",
+                     *           "path": "/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *           "route": "/api/v1/contacts/{id}",
+                     *           "status": 404,
+                     *           "duration_ms": 3,
+                     *           "error_code": "not_found",
+                     *           "ip": "203.0.113.7",
+                     *           "user_agent": "contacts-api-client/0.1.0",
+                     *           "idempotency_key": null,
+                     *           "idempotent_replayed": false
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RequestLogList"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`). */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error (`internal_error`). */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (`service_unavailable`). */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    getRequestLog: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The request. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "request_log",
+                     *       "id": "req_01JD3Z8Q4R5S6T7V8W9X0Y1Z2H",
+                     *       "livemode": true,
+                     *       "created_at": "2026-11-22T10:00:00.000Z",
+                     *       "key_id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2K",
+                     *       "method": "GET",
+                     *       "path": "/api/v1/contacts/con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A",
+                     *       "route": "/api/v1/contacts/{id}",
+                     *       "status": 404,
+                     *       "duration_ms": 3,
+                     *       "error_code": "not_found",
+                     *       "ip": "203.0.113.7",
+                     *       "user_agent": "contacts-api-client/0.1.0",
+                     *       "idempotency_key": null,
+                     *       "idempotent_replayed": false
+                     *     }
+                     */
+                    "application/json": components["schemas"]["RequestLog"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`). */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];

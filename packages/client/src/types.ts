@@ -58,6 +58,11 @@ export type WebhookDelivery = ResponseBody<'getWebhookDelivery', 200>
 export type WebhookDeliveryPage = ResponseBody<'listWebhookDeliveries', 200>
 export type ListWebhookDeliveriesQuery = QueryOf<'listWebhookDeliveries'>
 
+export type RequestLog = ResponseBody<'getRequestLog', 200>
+export type RequestLogPage = ResponseBody<'listRequestLogs', 200>
+/** Filters: `status` (`404` or `4xx`), `key_id`, `method`, `path` (a prefix), `created_after`, `created_before`. */
+export type ListRequestLogsQuery = QueryOf<'listRequestLogs'>
+
 /** A webhook delivery's body: one member per event type, discriminated by `type`. */
 export type WebhookEvent = {
   [Type in keyof webhooks]: webhooks[Type] extends { post: { requestBody: infer B } } ? JsonOf<B> : never

@@ -16,3 +16,4 @@ export * as m20261124T230000_import_file_parts from './20261124T230000-import-fi
 export * as m20261128T045955_test_mode from './20261128T045955-test-mode.js'
 export * as m20261128T120000_api_key_creator from './20261128T120000-api-key-creator.js'
 export * as m20261128T130000_api_key_exposure from './20261128T130000-api-key-exposure.js'
+export * as m20261128T140000_request_logs from './20261128T140000-request-logs.js'

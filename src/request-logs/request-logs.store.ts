@@ -1,0 +1,316 @@
+// The request log's storage (docs/request-log.md#how-entries-are-stored): a tenant's entries in
+// chunks, one row per batch, within the daily cap; the list (newest first, merged across chunks
+// that overlap in time, a bounded scan when filtered), one entry by its Request-Id, the purge.
+import { tenantById } from '../accounts/tenant.js'
+import { PURGE_BATCH } from '../db/retention.js'
+import type { Db, Trx } from '../db/transaction.js'
+import type { PageRow, ScannedRows } from '../http/pagination.js'
+import { firstIdAt, timeOfId } from '../lib/ids.js'
+import { type RequestLog, type RequestLogFilters, type StoredEntry, toRequestLog } from './request-log.js'
+
+/**
+ * No two entries of a chunk are further apart in time than this, so the chunks that may hold an
+ * id are found by their newest id alone: a chunk holding `id` has its newest id in
+ * [id, id + CHUNK_SPAN_MS). A request slower than this is stored in a chunk of its own.
+ */
+export const CHUNK_SPAN_MS = 60_000
+
+/** The most entries in one chunk: one batch of the writer (request-log-writer.ts). */
+export const CHUNK_ENTRIES_MAX = 500
+
+/** Past an entry of this id, in the order of ids: `id < after(x)` is `id <= x`. */
+const justAfter = (id: string): string => `${id}~`
+
+/**
+ * Counts `received` requests of a tenant's day and stores as many of `entries` (sorted by id) as
+ * the day's cap leaves room for, the oldest first; returns how many it stored. The count is taken
+ * first, in the same transaction, so instances writing at once never store more than the cap
+ * between them.
+ */
+export async function storeRequestLogs(
+  trx: Trx,
+  accountId: string,
+  day: string,
+  entries: readonly StoredEntry[],
+  received: number,
+  maxPerDay: number,
+): Promise<number> {
+  const counted = await trx
+    .insertInto('request_log_days')
+    .values({ account_id: accountId, day, received })
+    .onConflict((conflict) =>
+      conflict
+        .columns(['account_id', 'day'])
+        .doUpdateSet((eb) => ({ received: eb('request_log_days.received', '+', eb.ref('excluded.received')) })),
+    )
+    .returning('received')
+    .executeTakeFirstOrThrow()
+  const total = Number(counted.received)
+  const room = Math.max(0, Math.min(entries.length, maxPerDay - (total - received)))
+  if (room === 0) {
+    return 0
+  }
+  const chunks = chunksOf(room === entries.length ? entries : entries.slice(0, room))
+  await trx
+    .insertInto('request_log_chunks')
+    .values(
+      chunks.map((chunk) => ({
+        account_id: accountId,
+        last_id: (chunk.at(-1) as StoredEntry)[0],
+        first_id: (chunk[0] as StoredEntry)[0],
+        entry_count: chunk.length,
+        entries: encodeChunk(chunk),
+      })),
+    )
+    .execute()
+  return room
+}
+
+/** Sorted entries in chunks of at most CHUNK_ENTRIES_MAX, none spanning CHUNK_SPAN_MS or more. */
+function chunksOf(entries: readonly StoredEntry[]): StoredEntry[][] {
+  const chunks: StoredEntry[][] = []
+  let chunk: StoredEntry[] = []
+  let start = 0
+  for (const entry of entries) {
+    const time = timeOfId(entry[0])
+    if (chunk.length > 0 && (time - start >= CHUNK_SPAN_MS || chunk.length === CHUNK_ENTRIES_MAX)) {
+      chunks.push(chunk)
+      chunk = []
+    }
+    if (chunk.length === 0) {
+      start = time
+    }
+    chunk.push(entry)
+  }
+  if (chunk.length > 0) {
+    chunks.push(chunk)
+  }
+  return chunks
+}
+
+/**
+ * A chunk as stored: `[strings, entries]`, each entry a StoredEntry whose repeated text fields (key,
+ * method, path, route, error code, address, user agent) are indexes into `strings`. Entries of one
+ * chunk share most of them, so the row is about half the size of the entries' own JSON, and the
+ * log's writes (and SQLite's checkpoints) half as large.
+ */
+type EncodedChunk = [strings: string[], entries: Array<(string | number | null)[]>]
+
+function encodeChunk(chunk: readonly StoredEntry[]): string {
+  const strings: string[] = []
+  const indexes = new Map<string, number>()
+  const ref = (text: string): number => {
+    let index = indexes.get(text)
+    if (index === undefined) {
+      index = strings.push(text) - 1
+      indexes.set(text, index)
+    }
+    return index
+  }
+  const orNull = (text: string | null) => (text === null ? null : ref(text))
+  const entries = chunk.map(
+    ([id, keyId, method, path, route, status, ms, error, ip, agent, idempotencyKey, replayed]) => [
+      id,
+      ref(keyId),
+      ref(method),
+      ref(path),
+      ref(route),
+      status,
+      ms,
+      orNull(error),
+      ref(ip),
+      orNull(agent),
+      idempotencyKey,
+      replayed,
+    ],
+  )
+  return JSON.stringify([strings, entries] satisfies EncodedChunk)
+}
+
+function decodeChunk(text: string): StoredEntry[] {
+  const [strings, entries] = JSON.parse(text) as EncodedChunk
+  const at = (index: unknown) => strings[index as number] as string
+  const orNull = (index: unknown) => (index === null ? null : at(index))
+  return entries.map(
+    ([id, keyId, method, path, route, status, ms, error, ip, agent, idempotencyKey, replayed]): StoredEntry => [
+      id as string,
+      at(keyId),
+      at(method),
+      at(path),
+      at(route),
+      status as number,
+      ms as number,
+      orNull(error),
+      at(ip),
+      orNull(agent),
+      idempotencyKey as string | null,
+      replayed as 0 | 1,
+    ],
+  )
+}
+
+/**
+ * The most entries a filtered page examines: past them the page ends where the scan stopped, with
+ * a cursor that goes on (docs/pagination.md), so a rare filter never reads a day of a busy account.
+ */
+export const REQUEST_LOG_SCAN_MAX = 10_000
+
+/** Chunks read per query while a page is merged. */
+const CHUNKS_PER_READ = 20
+
+/** Whether an entry passes the list's filters other than time (those bound the ids read). */
+function matcher(filters: RequestLogFilters): (entry: StoredEntry) => boolean {
+  const { status, key_id: keyId, method, path } = filters
+  const low = status === undefined ? 0 : status.endsWith('xx') ? Number(status[0]) * 100 : Number(status)
+  const high = status === undefined ? 1000 : status.endsWith('xx') ? low + 100 : low + 1
+  return (entry) =>
+    entry[5] >= low &&
+    entry[5] < high &&
+    (keyId === undefined || entry[1] === keyId) &&
+    (method === undefined || entry[2] === method) &&
+    (path === undefined || entry[3].startsWith(path))
+}
+
+/**
+ * A page of the tenant's log, newest first, serialized for sendPage. Chunks are read newest first
+ * by their newest id; an entry is final once no chunk left to read can hold a newer one (every
+ * chunk left has an older newest id), since chunks written by several instances overlap in time.
+ */
+export async function listRequestLogRows(
+  db: Db,
+  accountId: string,
+  options: RequestLogFilters & { afterId: string | undefined; fetch: number },
+): Promise<ScannedRows> {
+  let upper = options.afterId
+  if (options.created_before !== undefined) {
+    const before = firstIdAt('request', Date.parse(options.created_before))
+    upper = upper === undefined || before < upper ? before : upper
+  }
+  const lower =
+    options.created_after === undefined ? undefined : firstIdAt('request', Date.parse(options.created_after) + 1)
+  const matches = matcher(options)
+  const livemode = tenantById(accountId).livemode
+  const found: StoredEntry[] = []
+  let examined = 0
+  // Chunks whose newest id is below this are still to read.
+  let below = upper === undefined ? undefined : firstIdAt('request', timeOfId(upper) + CHUNK_SPAN_MS)
+  for (;;) {
+    let query = db
+      .selectFrom('request_log_chunks')
+      .select(['last_id', 'entries'])
+      .where('account_id', '=', accountId)
+      .orderBy('last_id', 'desc')
+      .limit(CHUNKS_PER_READ)
+    if (below !== undefined) {
+      query = query.where('last_id', '<', below)
+    }
+    if (upper !== undefined) {
+      query = query.where('first_id', '<', upper)
+    }
+    if (lower !== undefined) {
+      query = query.where('last_id', '>=', lower)
+    }
+    const chunks = await query.execute()
+    for (const chunk of chunks) {
+      // Every entry newer than this chunk's newest has been read: the page may end here.
+      const settled = found.filter((entry) => entry[0] > chunk.last_id)
+      if (settled.length >= options.fetch) {
+        return pageOf(livemode, found, options.fetch, undefined)
+      }
+      if (examined >= REQUEST_LOG_SCAN_MAX) {
+        return pageOf(livemode, settled, options.fetch, justAfter(chunk.last_id))
+      }
+      for (const entry of decodeChunk(chunk.entries)) {
+        const id = entry[0]
+        if ((upper === undefined || id < upper) && (lower === undefined || id >= lower)) {
+          examined++
+          if (matches(entry)) {
+            found.push(entry)
+          }
+        }
+      }
+      below = chunk.last_id
+    }
+    if (chunks.length < CHUNKS_PER_READ) {
+      return pageOf(livemode, found, options.fetch, undefined)
+    }
+  }
+}
+
+/** The newest `fetch` entries found; with `scannedTo`, the scan stopped there and goes on below it. */
+function pageOf(livemode: boolean, found: StoredEntry[], fetch: number, scannedTo: string | undefined): ScannedRows {
+  found.sort((a, b) => (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))
+  const rows: PageRow[] = found
+    .slice(0, fetch)
+    .map((entry) => ({ id: entry[0], body: JSON.stringify(toRequestLog(livemode, entry)) }))
+  return { rows, scannedTo: rows.length < fetch ? scannedTo : undefined }
+}
+
+/** One entry of the tenant's log by its Request-Id; undefined for any other id, well-formed or not. */
+export async function findRequestLog(db: Db, accountId: string, id: string): Promise<RequestLog | undefined> {
+  if (!/^req_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)) {
+    return undefined
+  }
+  const chunks = await db
+    .selectFrom('request_log_chunks')
+    .select('entries')
+    .where('account_id', '=', accountId)
+    .where('last_id', '>=', id)
+    .where('last_id', '<', firstIdAt('request', timeOfId(id) + CHUNK_SPAN_MS))
+    .where('first_id', '<=', id)
+    .execute()
+  for (const chunk of chunks) {
+    const entry = decodeChunk(chunk.entries).find((candidate) => candidate[0] === id)
+    if (entry) {
+      return toRequestLog(tenantById(accountId).livemode, entry)
+    }
+  }
+  return undefined
+}
+
+/**
+ * Deletes the chunks whose newest entry is older than the retention, tenant by tenant and in
+ * batches, so each statement walks one tenant's key range. The tenants with old entries are those
+ * with a day count on or before the cutoff's day. Returns how many chunks it deleted.
+ */
+export async function purgeExpiredRequestLogs(
+  db: Db,
+  now: Date,
+  retentionDays: number,
+  batch = PURGE_BATCH,
+): Promise<number> {
+  const cutoff = now.getTime() - retentionDays * 86_400_000
+  const cutoffDay = new Date(cutoff).toISOString().slice(0, 10)
+  const below = firstIdAt('request', cutoff)
+  const tenants = await db
+    .selectFrom('request_log_days')
+    .select('account_id')
+    .distinct()
+    .where('day', '<=', cutoffDay)
+    .execute()
+  let purged = 0
+  for (const { account_id: accountId } of tenants) {
+    for (;;) {
+      const result = await db
+        .deleteFrom('request_log_chunks')
+        .where('account_id', '=', accountId)
+        .where('last_id', 'in', (eb) =>
+          eb
+            .selectFrom('request_log_chunks')
+            .select('last_id')
+            .where('account_id', '=', accountId)
+            .where('last_id', '<', below)
+            .orderBy('last_id')
+            .limit(batch),
+        )
+        .executeTakeFirst()
+      const deleted = Number(result.numDeletedRows)
+      purged += deleted
+      if (deleted < batch) {
+        break
+      }
+    }
+    await db.deleteFrom('request_log_days').where('account_id', '=', accountId).where('day', '<', cutoffDay).execute()
+  }
+  return purged
+}
