@@ -23,7 +23,7 @@ a.switch .track { width:2rem; height:1.1rem; border-radius:999px; background:var
 a.switch .track::after { content:""; position:absolute; top:.15rem; left:.15rem; width:.8rem; height:.8rem; border-radius:50%; background:#fff; box-shadow:0 1px 2px rgba(0,0,0,.3); }
 a.switch[aria-checked="true"] { color:#7c2d12; font-weight:600; }
 a.switch[aria-checked="true"] .track { background:#c2410c; } a.switch[aria-checked="true"] .track::after { left:1.05rem; }
-nav.subnav { display:flex; gap:.4rem; margin:-.4rem 0 1rem; }
+nav.subnav { display:flex; flex-wrap:wrap; gap:.4rem; margin:-.4rem 0 1rem; }
 nav.subnav a { padding:.3rem .8rem; border-radius:999px; border:1px solid var(--line); color:var(--muted); text-decoration:none; background:#fff; }
 nav.subnav a[aria-current="page"] { color:#fff; background:var(--accent); border-color:var(--accent); }
 nav.tabs { display:flex; flex-wrap:wrap; gap:.2rem 1.4rem; border-bottom:1px solid var(--line); margin:-.5rem 0 1.2rem; }
@@ -37,7 +37,7 @@ td, th { min-width:5.5rem; } td.actions, th.actions { min-width:0; }
 .narrow { max-width:28rem; margin:3rem auto; }
 label { display:block; font-weight:600; margin:.7rem 0 .2rem; }
 .hint { color:var(--muted); font-size:.88rem; font-weight:400; }
-input[type=text],input[type=email],input[type=password],input[type=search],input[type=tel],input[type=url],input[type=number],input[type=file],select,textarea { width:100%; padding:.5rem .6rem; border:1px solid #b9c0cc; border-radius:6px; font:inherit; background:#fff; }
+input[type=text],input[type=email],input[type=password],input[type=search],input[type=tel],input[type=url],input[type=number],input[type=datetime-local],input[type=file],select,textarea { width:100%; padding:.5rem .6rem; border:1px solid #b9c0cc; border-radius:6px; font:inherit; background:#fff; }
 input:focus,select:focus,button:focus,a:focus { outline:3px solid #9db6f5; outline-offset:1px; }
 button,.button { display:inline-block; padding:.45rem .9rem; border-radius:6px; border:1px solid var(--accent); background:var(--accent); color:#fff; font:inherit; cursor:pointer; text-decoration:none; }
 button.secondary,.button.secondary { background:#fff; color:var(--accent); }

@@ -19,6 +19,7 @@ import { errorPage } from './pages/layout.js'
 import { accountSessionsRoutes, peopleRoutes } from './people.routes.js'
 import { createRender } from './render.js'
 import { loadSessionUser, requireMembership, requireSignIn, sessionUser } from './request-context.js'
+import { requestLogRoutes } from './request-log.routes.js'
 import { crossOriginReason, originOf, SAFE_METHODS } from './same-origin.js'
 import { isValidCsrf } from './session.js'
 import { testDataRoutes } from './test-data.routes.js'
@@ -174,6 +175,7 @@ export async function webRoutes(app: FastifyInstance, { deps }: { deps: Deps }):
       const modePages = async (scope: FastifyInstance) => {
         await scope.register(apiSettingsRoutes, { deps, render, cookieOptions })
         await scope.register(webhooksSettingsRoutes, { deps, render, cookieOptions })
+        await scope.register(requestLogRoutes, { deps, render })
         await scope.register(contactsPagesRoutes, { deps, render })
         await scope.register(contactsCsvRoutes, { deps, render })
       }

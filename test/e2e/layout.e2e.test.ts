@@ -131,6 +131,13 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await checkPage(owner, viewport, 'key-revoke')
       await owner.getByRole('link', { name: 'Cancel' }).click()
 
+      // The request log: the requests just made, and one of them in full.
+      await owner.getByRole('navigation', { name: 'API & Webhooks' }).getByRole('link', { name: 'Request log' }).click()
+      await checkPage(owner, viewport, 'request-log')
+      await owner.getByRole('table').getByRole('link').first().click()
+      await owner.getByRole('heading', { name: /^Request req_/ }).waitFor()
+      await checkPage(owner, viewport, 'request-log-entry')
+
       // Contacts: the list, one contact's page, its delete confirmation, a new one.
       await owner.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Contacts' }).click()
       await checkPage(owner, viewport, 'contacts')

@@ -58,9 +58,12 @@ export function activityTable(
 /** Entries of the audit log a settings page shows. */
 export const ACTIVITY_SHOWN = 20
 
-/** The parts of Settings → API & Webhooks, each its own page; Webhooks for owners and admins only. */
-export function apiSubnav(home: string, current: 'keys' | 'webhooks', webhooks = true): Html {
+/**
+ * The parts of Settings → API & Webhooks, each its own page; Webhooks and Request log for owners and
+ * admins only (`manager`), as their routes check.
+ */
+export function apiSubnav(home: string, current: 'keys' | 'webhooks' | 'logs', manager = true): Html {
   const link = (path: string, name: string, here: boolean) =>
     html`<a href="${home}/settings/api${path}" ${here ? html`aria-current="page"` : ''}>${name}</a>`
-  return html`<nav class="subnav" aria-label="API &amp; Webhooks">${link('', 'API keys', current === 'keys')}${webhooks ? link('/webhooks', 'Webhooks', current === 'webhooks') : ''}</nav>`
+  return html`<nav class="subnav" aria-label="API &amp; Webhooks">${link('', 'API keys', current === 'keys')}${manager ? html`${link('/webhooks', 'Webhooks', current === 'webhooks')}${link('/logs', 'Request log', current === 'logs')}` : ''}</nav>`
 }

@@ -151,7 +151,7 @@ ${csrfInput(context.csrf)}
 <div class="shrink"><button type="submit">Create key</button></div>
 </div></form></div>
 
-${data.manageWebhooks ? '' : html`<p class="hint">Webhooks: owners and admins of this account manage the endpoints. Every change is also in <code>GET /api/v1/events</code>.</p>`}
+${data.manageWebhooks ? '' : html`<p class="hint">Webhooks: owners and admins of this account manage the endpoints and see the request log. Every change is also in <code>GET /api/v1/events</code>.</p>`}
 <h2>Key activity</h2>
 ${activityTable(data.activity, targetNames, {
   target: 'Key',

@@ -5,8 +5,11 @@ import type { AccountMembership } from '../../users/users.store.js'
 import type { Role } from '../../users/users.table.js'
 import { type Html, html } from '../html.js'
 
-/** `webhooks`: the webhook pages of API & Webhooks, so the mode switch leads to the other mode's. */
-export type Section = 'contacts' | 'settings' | 'api' | 'webhooks' | 'members' | 'sessions'
+/**
+ * `webhooks`, `logs`: the webhook and request log pages of API & Webhooks, so the mode switch leads
+ * to the other mode's.
+ */
+export type Section = 'contacts' | 'settings' | 'api' | 'webhooks' | 'logs' | 'members' | 'sessions'
 
 export interface PageContext {
   csrf: string
@@ -27,12 +30,17 @@ const homeOf = (account: Account, tenant: Tenant | undefined) =>
 
 /**
  * The header's switch between the modes: a link, so it works without script. It leads to the same
- * section in the other mode where both have it (contacts, API keys, webhooks), else to contacts.
+ * section in the other mode where both have it (contacts, API keys, webhooks, request log), else to
+ * contacts.
  */
 function modeSwitch(context: PageContext, account: Account): Html {
   const testing = context.tenant?.livemode === false
   const other = `/app/${account.id}${testing ? '' : '/test'}`
-  const paths: Partial<Record<Section, string>> = { api: '/settings/api', webhooks: '/settings/api/webhooks' }
+  const paths: Partial<Record<Section, string>> = {
+    api: '/settings/api',
+    webhooks: '/settings/api/webhooks',
+    logs: '/settings/api/logs',
+  }
   const target = `${other}${(context.section && paths[context.section]) ?? '/contacts'}`
   return html`<a class="switch" href="${target}" role="switch" aria-checked="${testing ? 'true' : 'false'}"><span class="track" aria-hidden="true"></span>Test mode</a>`
 }
@@ -80,7 +88,7 @@ function settingsTabs(context: PageContext): Html {
   // Members and sessions belong to the account, whatever the mode: their tabs lead to live mode.
   const base = `/app/${account.id}/settings`
   return html`<nav class="tabs" aria-label="Settings">
-<a href="${homeOf(account, context.tenant)}/settings/api" ${current(section === 'api' || section === 'webhooks')}>API &amp; Webhooks</a>
+<a href="${homeOf(account, context.tenant)}/settings/api" ${current(section === 'api' || section === 'webhooks' || section === 'logs')}>API &amp; Webhooks</a>
 ${context.role === 'owner' ? html`<a href="${base}/members" ${current(section === 'members')}>Members</a>` : ''}
 <a href="${base}/sessions" ${current(section === 'sessions')}>Your sessions</a>
 </nav>`
