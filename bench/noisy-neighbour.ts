@@ -167,6 +167,12 @@ function abuse(name: string, base: string, key: string): ChildProcess | undefine
         { stdio: ['ignore', 'pipe', 'ignore'] },
       )
     }
+    case 'flood':
+      // As many GET /me as 16 connections carry: past A's rate limit they are 429s, each one
+      // authenticated and so an entry of A's request log (docs/request-log.md).
+      return spawn(process.execPath, [autocannon, '-j', '-c', '16', ...time, ...auth, `${base}/api/v1/me`], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
     case 'trickle':
       return spawn(process.execPath, ['-e', TRICKLER, base, String(seconds + 2)], { stdio: 'ignore' })
     default:
