@@ -2,14 +2,14 @@
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
-import { FULL_SCOPES } from '../api-keys/api-key.js'
+import { API_KEY_FIELDS } from '../api-keys/api-key.schemas.js'
 import { RATE_LIMIT_MAX } from '../config.js'
 import { CUSTOM_FIELDS_MAX, STRING_MAX } from '../contacts/contacts.schemas.js'
 import type { Deps } from '../deps.js'
 import { authOf } from '../http/auth.js'
 import { apiProblems, jsonResponse } from '../http/openapi-responses.js'
 import { PAGE_SIZE_MAX } from '../http/pagination.js'
-import { Livemode, NoQuery, Nullable, PrefixedId, Timestamp } from '../http/schemas.js'
+import { Livemode, NoQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 
 const Limit = (minimum: number, maximum: number) => Type.Integer({ format: 'int32', minimum, maximum })
 
@@ -21,15 +21,7 @@ export const AccountSchema = Type.Object(
     name: Type.String({ maxLength: STRING_MAX }),
     created_at: Timestamp,
     livemode: Livemode,
-    api_key: Type.Object({
-      id: PrefixedId('apiKey'),
-      name: Type.String({ maxLength: STRING_MAX }),
-      scopes: Type.Array(Type.Union([Type.Literal('read'), Type.Literal('write')]), {
-        maxItems: FULL_SCOPES.length,
-      }),
-      created_at: Timestamp,
-      expires_at: Nullable(Timestamp),
-    }),
+    api_key: Type.Object(API_KEY_FIELDS),
     limits: Type.Object({
       requests_per_second: Limit(0, RATE_LIMIT_MAX),
       burst: Limit(0, RATE_LIMIT_MAX),

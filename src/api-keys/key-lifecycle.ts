@@ -6,9 +6,12 @@ import { tenantById } from '../accounts/tenant.js'
 import { type AuditActor, recordAudit } from '../audit/audit.js'
 import type { Database } from '../db/schema.js'
 import { inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
+import { eventBody, KEY_EXPOSED, newEvent } from '../events/events.js'
+import { insertEvents } from '../events/events.store.js'
 import { AppError } from '../http/errors.js'
 import { isMemberNow } from '../users/users.store.js'
 import type { Scope } from './api-key.js'
+import { toApiKeyObject } from './api-key.schemas.js'
 import {
   type ApiKey,
   expireApiKeyAt,
@@ -162,9 +165,22 @@ export async function reportExposedKey(
     await markKeyExposed(trx, accountId, id, exposure.url, now)
     const detail = { name, url: exposure.url, source: exposure.source, action }
     await recordAudit(trx, accountId, { action: 'api_key.exposed', targetId: id, actor: null, detail }, now)
-    return action === 'revoke'
-      ? revokeKeyIn(trx, onCommit, deps, key, null, now, { reason: 'exposed', source: exposure.source })
-      : { sent: false }
+    const push =
+      action === 'revoke'
+        ? await revokeKeyIn(trx, onCommit, deps, key, null, now, { reason: 'exposed', source: exposure.source })
+        : { sent: false }
+    // After the revocation, so the event's key says it is revoked; webhooks that subscribe get it.
+    const { livemode } = tenantById(accountId)
+    const at = now.toISOString()
+    const keyNow = {
+      ...key.apiKey,
+      revoked_at: action === 'revoke' ? (key.apiKey.revoked_at ?? at) : key.apiKey.revoked_at,
+    }
+    const event = newEvent(KEY_EXPOSED, at, livemode, { source_url: exposure.url })
+    await insertEvents(trx, accountId, at, KEY_EXPOSED, [
+      [event.id, eventBody(event, JSON.stringify(toApiKeyObject(keyNow, livemode)))],
+    ])
+    return push
   })
   return { pushed: push.sent }
 }

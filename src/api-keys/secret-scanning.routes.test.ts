@@ -11,6 +11,7 @@ import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { shownKey, signUp, type WebClient } from '../../test/web-client.js'
 import { listAudit } from '../audit/audit.js'
 import { runCli } from '../cli/cli.js'
+import { dispatchEvents } from '../webhooks/delivery-dispatch.js'
 import { hashApiKey } from './api-key.js'
 import { parseScanningKeys } from './secret-scanning.js'
 
@@ -122,8 +123,65 @@ describe.each(testDialects())('leaked-key reports on %s', (dialect) => {
     expect(shown.body).toContain('It was revoked at once')
     expect(shown.body).toContain('Key revoked: found in public')
     expect(shown.body).toContain('a leaked-key report')
+    // Announced to each key's account and mode: an api_key.exposed event, which webhooks may subscribe to.
+    const exposedEvents = async (accountId: string, test: boolean) => {
+      const reader = await t.createKey({ id: accountId, name: '', key: '', keyId: '' }, { test })
+      const feed = await t.app.inject({
+        method: 'GET',
+        url: '/api/v1/events?type=api_key.exposed',
+        headers: { authorization: `Bearer ${reader}` },
+      })
+      expect(feed.statusCode, feed.body).toBe(200)
+      return feed.json().events
+    }
+    const [event, ...more] = await exposedEvents(owner.accountId, false)
+    expect(more).toEqual([])
+    expect(event).toMatchObject({
+      object: 'event',
+      type: 'api_key.exposed',
+      livemode: true,
+      data: {
+        object: { object: 'api_key', id: owner.id, name: 'CI deploy', livemode: true, revoked_at: expect.any(String) },
+        source_url: 'https://github.com/o/r/blob/abc/.env',
+      },
+    })
+    expect(JSON.stringify(event)).not.toContain(owner.key)
+    const [testEvent] = await exposedEvents(test.accountId, true)
+    expect(testEvent).toMatchObject({ livemode: false, data: { object: { id: test.id, livemode: false } } })
     // The same report again: labels alike, nothing new revoked, the banner stays.
     expect((await report(t, body)).json()).toEqual(res.json())
+  })
+
+  it('queues the api_key.exposed event to an endpoint subscribed to it, not to one of contact events', async () => {
+    const h = await createTestHarness({
+      dialect,
+      env: { SECRET_SCANNING_PUBLIC_KEYS: keysFile, WEBHOOK_ALLOW_PRIVATE_URLS: 'true' },
+    })
+    try {
+      const acme = await h.createAccount()
+      const endpoint = async (events: string[]) => {
+        const res = await h.inject(acme, {
+          method: 'POST',
+          url: '/api/v1/webhook_endpoints',
+          payload: { url: 'http://127.0.0.1:9/hooks', events },
+        })
+        expect(res.statusCode, res.body).toBe(201)
+        return res.json().id as string
+      }
+      const keyHook = await endpoint(['api_key.exposed'])
+      const contactHook = await endpoint(['contact.created'])
+      const leaked = await h.createKey(acme)
+      const body = JSON.stringify([
+        { token: leaked, type: 'contacts_api_key', url: 'https://x.test/a', source: 'content' },
+      ])
+      expect((await report(h, body)).statusCode).toBe(200)
+      await dispatchEvents(h.db, new Date())
+      const deliveries = await h.db.selectFrom('webhook_deliveries').select(['endpoint_id', 'event_type']).execute()
+      expect(deliveries).toEqual([{ endpoint_id: keyHook, event_type: 'api_key.exposed' }])
+      expect(deliveries.some((d) => d.endpoint_id === contactHook)).toBe(false)
+    } finally {
+      await h.close()
+    }
   })
 
   it('with SECRET_SCANNING_ACTION=notify flags the key and leaves it working', async () => {

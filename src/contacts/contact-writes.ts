@@ -9,7 +9,7 @@ import { type Tenant, tenantById } from '../accounts/tenant.js'
 import { dialectOf } from '../db/dialect.js'
 import { bind, sqlFor } from '../db/statement.js'
 import type { Trx } from '../db/transaction.js'
-import { type EventType, newEvent } from '../events/events.js'
+import { type ContactEventType, newEvent } from '../events/events.js'
 import { POSTGRES_WRITER } from './contact-writes.postgres.js'
 import type { DialectWriter, WriteScope } from './contact-writes.rows.js'
 import { SQLITE_WRITER } from './contact-writes.sqlite.js'
@@ -79,7 +79,7 @@ type CreateChange = Extract<ContactChange, { type: 'create' }>
 type UpdateChange = Extract<ContactChange, { type: 'update' }>
 type DeleteChange = Extract<ContactChange, { type: 'delete' }>
 
-const EVENT_OF: Record<ContactChange['type'], EventType> = {
+const EVENT_OF: Record<ContactChange['type'], ContactEventType> = {
   create: 'contact.created',
   update: 'contact.updated',
   delete: 'contact.deleted',

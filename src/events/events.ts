@@ -1,16 +1,24 @@
 // Events: their schema and list query; every change to a resource is recorded in the same
 // transaction as the change (outbox).
 import { type Static, Type } from '@sinclair/typebox'
+import { ApiKeySchema } from '../api-keys/api-key.schemas.js'
 import { CONTACT_EXAMPLE, ContactSchema } from '../contacts/contacts.schemas.js'
 import { sameSchemaAs } from '../http/openapi-components.js'
 import { ListQuery, Livemode, PrefixedId, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
 
-export const EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
+export const CONTACT_EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
+export type ContactEventType = (typeof CONTACT_EVENT_TYPES)[number]
+/** A key of the account was reported found in public (docs/key-safety.md#leaked-key-reports). */
+export const KEY_EXPOSED = 'api_key.exposed'
+export const EVENT_TYPES = [...CONTACT_EVENT_TYPES, KEY_EXPOSED] as const
 export type EventType = (typeof EVENT_TYPES)[number]
 
+export const KEY_EXPOSED_TEXT =
+  'A key of the account was reported found in public; `data.object` is the key (never its secret), `data.source_url` where it was found.'
+
 /** What each contact event says; its webhook delivery (openapi-webhooks.ts) says the same. */
-export const CONTACT_EVENT_TEXT: Record<EventType, string> = {
+export const CONTACT_EVENT_TEXT: Record<ContactEventType, string> = {
   'contact.created': 'A contact was created; `data.object` is the contact as created.',
   'contact.updated': 'A contact was updated; `data.object` is the contact after the change.',
   'contact.deleted': 'A contact was deleted; `data.object` is the contact as it was.',
@@ -19,12 +27,12 @@ export const CONTACT_EVENT_TEXT: Record<EventType, string> = {
 /** `contact.created` → `ContactCreatedEvent`: the component name of one event type's schema. */
 const componentName = (type: string) =>
   `${type
-    .split('.')
+    .split(/[._]/)
     .map((part) => part.charAt(0).toUpperCase() + part.slice(1))
     .join('')}Event`
 
 /** An event of one contact.* type: `data.object` is the contact. */
-const contactEvent = <T extends EventType>(type: T) =>
+const contactEvent = <T extends ContactEventType>(type: T) =>
   Type.Object(
     {
       object: Type.Literal('event'),
@@ -37,27 +45,39 @@ const contactEvent = <T extends EventType>(type: T) =>
     { $id: componentName(type), additionalProperties: false, description: CONTACT_EVENT_TEXT[type] },
   )
 
-/** An event: one schema per type, told apart by `type` (a discriminated union). */
-export const EventSchema = Type.Union(
-  EVENT_TYPES.map((type) => contactEvent(type)),
+const keyExposedEvent = Type.Object(
   {
-    $id: 'Event',
-    examples: [
-      {
-        object: 'event',
-        id: 'evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C',
-        type: 'contact.created',
-        created_at: CONTACT_EXAMPLE.created_at,
-        livemode: true,
-        data: { object: CONTACT_EXAMPLE },
-      },
-    ],
-    discriminator: {
-      propertyName: 'type',
-      mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${componentName(type)}`])),
-    },
+    object: Type.Literal('event'),
+    id: PrefixedId('event'),
+    type: Type.Literal(KEY_EXPOSED),
+    created_at: Timestamp,
+    livemode: Livemode,
+    data: Type.Object(
+      { object: ApiKeySchema, source_url: Type.String({ maxLength: 2048, description: 'Where the key was found.' }) },
+      { additionalProperties: false },
+    ),
   },
+  { $id: componentName(KEY_EXPOSED), additionalProperties: false, description: KEY_EXPOSED_TEXT },
 )
+
+/** An event: one schema per type, told apart by `type` (a discriminated union). */
+export const EventSchema = Type.Union([...CONTACT_EVENT_TYPES.map((type) => contactEvent(type)), keyExposedEvent], {
+  $id: 'Event',
+  examples: [
+    {
+      object: 'event',
+      id: 'evt_01JD3Z8Q4R5S6T7V8W9X0Y1Z2C',
+      type: 'contact.created',
+      created_at: CONTACT_EXAMPLE.created_at,
+      livemode: true,
+      data: { object: CONTACT_EXAMPLE },
+    },
+  ],
+  discriminator: {
+    propertyName: 'type',
+    mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${componentName(type)}`])),
+  },
+})
 /** GET /events: the paging parameters and an optional type. */
 export const ListEventsQuery = Type.Object(
   {
@@ -81,10 +101,17 @@ export interface NewEvent {
  * (the same bytes JSON.stringify of the whole event would give), so a write that has the resource
  * only in the database (a delete returning the row) can splice it there.
  */
-export function newEvent(type: EventType, now: string, livemode: boolean): NewEvent {
+export function newEvent(
+  type: EventType,
+  now: string,
+  livemode: boolean,
+  moreData: Readonly<Record<string, string>> = {},
+): NewEvent {
   const id = newId('event')
   const prefix = `{"object":"event","id":${JSON.stringify(id)},"type":${JSON.stringify(type)},"created_at":${JSON.stringify(now)},"livemode":${livemode},"data":{"object":`
-  return { id, type, prefix, suffix: '}}' }
+  // Members of `data` after the object (an api_key.exposed event's source_url).
+  const more = Object.entries(moreData).map(([name, value]) => `,${JSON.stringify(name)}:${JSON.stringify(value)}`)
+  return { id, type, prefix, suffix: `${more.join('')}}}` }
 }
 
 export const eventBody = (event: NewEvent, objectBody: string): string => event.prefix + objectBody + event.suffix

@@ -1,16 +1,17 @@
 // The OpenAPI 3.1 `webhooks` section: for each event type, the POST a receiver gets, with the
 // Standard Webhooks headers and its body (docs/design.md#webhooks).
 import { type TSchema, Type } from '@sinclair/typebox'
+import { ApiKeySchema } from '../api-keys/api-key.schemas.js'
 import { ContactSchema } from '../contacts/contacts.schemas.js'
-import { CONTACT_EVENT_TEXT, EVENT_TYPES } from '../events/events.js'
+import { CONTACT_EVENT_TEXT, CONTACT_EVENT_TYPES, KEY_EXPOSED, KEY_EXPOSED_TEXT } from '../events/events.js'
 import { PrefixedId, Timestamp } from '../http/schemas.js'
 import { idLength } from '../lib/ids.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
 
 const ref = (name: string) => Type.Ref(`#/components/schemas/${name}`)
 
-/** The body of a delivery of one event type, `object` being what `data.object` holds. */
-const payloadSchema = (type: string, object: TSchema, description: string) =>
+/** The body of a delivery of one event type, `object` being what `data.object` holds, `more` what follows it. */
+const payloadSchema = (type: string, object: TSchema, description: string, more: Record<string, TSchema> = {}) =>
   Type.Object(
     {
       type: Type.Literal(type),
@@ -18,7 +19,7 @@ const payloadSchema = (type: string, object: TSchema, description: string) =>
       livemode: Type.Boolean({
         description: "The mode of the key's data the event is of: true live, false test (docs/test-mode.md).",
       }),
-      data: Type.Object({ object }, { additionalProperties: false }),
+      data: Type.Object({ object, ...more }, { additionalProperties: false }),
     },
     { additionalProperties: false, description },
   )
@@ -37,11 +38,18 @@ const payloadName = (type: string) =>
 
 /** Every event type a receiver can get, with its body's schema. */
 const PAYLOADS: Array<{ type: string; schema: TSchema; description: string }> = [
-  ...EVENT_TYPES.map((type) => ({
+  ...CONTACT_EVENT_TYPES.map((type) => ({
     type,
     description: CONTACT_EVENT_TEXT[type],
     schema: payloadSchema(type, ContactSchema, CONTACT_EVENT_TEXT[type]),
   })),
+  {
+    type: KEY_EXPOSED,
+    description: KEY_EXPOSED_TEXT,
+    schema: payloadSchema(KEY_EXPOSED, ApiKeySchema, KEY_EXPOSED_TEXT, {
+      source_url: Type.String({ maxLength: 2048, description: 'Where the key was found.' }),
+    }),
+  },
   {
     type: TEST_EVENT_TYPE,
     description: 'Sent by POST /webhook_endpoints/{id}/test, whatever the endpoint subscribes to.',

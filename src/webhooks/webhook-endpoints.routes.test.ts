@@ -554,7 +554,7 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
     it('documents a webhooks section: one POST per event type, bodies referencing the Contact component', async () => {
       const doc = (await t.app.inject({ method: 'GET', url: '/api/v1/openapi.json' })).json()
       expect(Object.keys(doc.webhooks).sort()).toEqual(
-        ['contact.created', 'contact.deleted', 'contact.updated', 'webhook.test'].sort(),
+        ['api_key.exposed', 'contact.created', 'contact.deleted', 'contact.updated', 'webhook.test'].sort(),
       )
       for (const [type, item] of Object.entries(doc.webhooks as Record<string, { post: WebhookOperation }>)) {
         const post = item.post
@@ -571,6 +571,10 @@ describe.each(testDialects())('webhook endpoints API on %s', (dialect) => {
         expect(body.properties.type.const).toBe(type)
         if (type.startsWith('contact.')) {
           expect(body.properties.data.properties.object).toEqual({ $ref: '#/components/schemas/Contact' })
+        }
+        if (type === 'api_key.exposed') {
+          expect(body.properties.data.properties.object).toEqual({ $ref: '#/components/schemas/ApiKey' })
+          expect(body.properties.data.required).toEqual(['object', 'source_url'])
         }
       }
       expect(doc.components.schemas.Contact.properties.email).toBeDefined()

@@ -868,6 +868,26 @@ export interface webhooks {
         patch?: never;
         trace?: never;
     };
+    "api_key.exposed": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * api_key.exposed event
+         * @description A key of the account was reported found in public; `data.object` is the key (never its secret), `data.source_url` where it was found. Answer with a 2xx within the timeout; anything else (a redirect too) is retried.
+         */
+        post: operations["webhookApiKeyExposed"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "webhook.test": {
         parameters: {
             query?: never;
@@ -956,6 +976,83 @@ export interface components {
                  * @description MAX_CONTACTS_PER_ACCOUNT (MAX_TEST_CONTACTS_PER_ACCOUNT for a test key): beyond it a create is 403 quota_exceeded.
                  */
                 contacts_max: number;
+            };
+        };
+        /**
+         * @example {
+         *       "object": "api_key",
+         *       "id": "key_01JD3Z8Q4R5S6T7V8W9X0Y1Z2E",
+         *       "name": "CI deploy",
+         *       "scopes": [
+         *         "read",
+         *         "write"
+         *       ],
+         *       "created_at": "2026-11-01T09:00:00.000Z",
+         *       "expires_at": null,
+         *       "redacted": "service_live_…Lv01",
+         *       "revoked_at": "2026-11-22T10:00:00.000Z",
+         *       "livemode": true
+         *     }
+         */
+        ApiKey: {
+            /** @constant */
+            object: "api_key";
+            id: string;
+            name: string;
+            scopes: ("read" | "write")[];
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            expires_at: string | null;
+            /** @description Its prefix and mode and its last 4 characters. */
+            redacted: string;
+            revoked_at: string | null;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
+        };
+        /** @description A key of the account was reported found in public; `data.object` is the key (never its secret), `data.source_url` where it was found. */
+        ApiKeyExposedEvent: {
+            /** @constant */
+            object: "event";
+            id: string;
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "api_key.exposed";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            created_at: string;
+            /** @description true in live mode, false in test mode (docs/test-mode.md). */
+            livemode: boolean;
+            data: {
+                object: components["schemas"]["ApiKey"];
+                /** @description Where the key was found. */
+                source_url: string;
+            };
+        };
+        /** @description A key of the account was reported found in public; `data.object` is the key (never its secret), `data.source_url` where it was found. */
+        ApiKeyExposedPayload: {
+            /** @constant */
+            type: "api_key.exposed";
+            /**
+             * Format: date-time
+             * @description When the event happened (its created_at).
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            timestamp: string;
+            /** @description The mode of the key's data the event is of: true live, false test (docs/test-mode.md). */
+            livemode: boolean;
+            data: {
+                object: components["schemas"]["ApiKey"];
+                /** @description Where the key was found. */
+                source_url: string;
             };
         };
         /**
@@ -1255,7 +1352,7 @@ export interface components {
          *       }
          *     }
          */
-        Event: components["schemas"]["ContactCreatedEvent"] | components["schemas"]["ContactUpdatedEvent"] | components["schemas"]["ContactDeletedEvent"];
+        Event: components["schemas"]["ContactCreatedEvent"] | components["schemas"]["ContactUpdatedEvent"] | components["schemas"]["ContactDeletedEvent"] | components["schemas"]["ApiKeyExposedEvent"];
         /**
          * @example {
          *       "events": [
@@ -1419,7 +1516,7 @@ export interface components {
             id: string;
             endpoint_id: string;
             event_id: string;
-            event_type: "contact.created" | "contact.updated" | "contact.deleted" | "webhook.test";
+            event_type: "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed" | "webhook.test";
             /** @description pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled. */
             status: "pending" | "retrying" | "succeeded" | "failed";
             /** Format: int32 */
@@ -1503,7 +1600,7 @@ export interface components {
             url: string;
             description: string | null;
             /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed")[];
             status: "enabled" | "disabled";
             disabled_reason: ("manual" | "failing" | "gone") | null;
             /**
@@ -1526,7 +1623,7 @@ export interface components {
             url: string;
             description?: string | null;
             /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-            events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed")[];
         };
         /**
          * @example {
@@ -1567,7 +1664,7 @@ export interface components {
             url?: string;
             description?: string | null;
             /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-            events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            events?: ("*" | "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed")[];
             /** @enum {string} */
             status?: "enabled" | "disabled";
         };
@@ -1579,7 +1676,7 @@ export interface components {
             url: string;
             description: string | null;
             /** @description The event types sent to this endpoint, or ["*"] (alone) for all. */
-            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted")[];
+            events: ("*" | "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed")[];
             status: "enabled" | "disabled";
             disabled_reason: ("manual" | "failing" | "gone") | null;
             /**
@@ -3264,7 +3361,7 @@ export interface operations {
                 limit?: number;
                 /** @description The next_cursor of the previous page, passed back unchanged. */
                 after?: string;
-                type?: "contact.created" | "contact.updated" | "contact.deleted";
+                type?: "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed";
             };
             header?: never;
             path?: never;
@@ -5674,6 +5771,42 @@ export interface operations {
         requestBody: {
             content: {
                 "application/json": components["schemas"]["ContactDeletedPayload"];
+            };
+        };
+        responses: {
+            /** @description Received (any 2xx will do). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not received: the delivery is retried on its schedule. */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    webhookApiKeyExposed: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description The event id: the same on every retry of a delivery, so a receiver can drop duplicates. */
+                "webhook-id": string;
+                /** @description When this attempt was signed, in seconds since the Unix epoch; reject it when far from now. */
+                "webhook-timestamp": string;
+                /** @description `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<body>">` with the signing secret; two, space-separated, while a rolled secret still signs. */
+                "webhook-signature": string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyExposedPayload"];
             };
         };
         responses: {
