@@ -359,7 +359,7 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       '/api/v1/webhook_endpoints',
       { url: 'https://hooks.example.com/a', events: ['contact.merged'] },
       'events.0',
-      'must be one of *, contact.created, contact.updated, contact.deleted',
+      'must be one of *, contact.created, contact.updated, contact.deleted, api_key.exposed',
     ],
     [
       'POST',
@@ -382,7 +382,11 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
 
   it.each([
     ['/api/v1/contacts?order=newest', 'order', 'must be one of asc, desc'],
-    ['/api/v1/events?type=contact.merged', 'type', 'must be one of contact.created, contact.updated, contact.deleted'],
+    [
+      '/api/v1/events?type=contact.merged',
+      'type',
+      'must be one of contact.created, contact.updated, contact.deleted, api_key.exposed',
+    ],
     [
       '/api/v1/contacts?updated_after=yesterday',
       'updated_after',

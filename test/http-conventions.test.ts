@@ -185,6 +185,8 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         'GET /api/v1/webhook_endpoints/{id}/deliveries',
         'GET /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}',
         'POST /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
+        'GET /api/v1/request_logs',
+        'GET /api/v1/request_logs/{id}',
         'GET /healthz',
         'GET /readyz',
       ].sort(),
@@ -213,7 +215,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
       if (answer.statusCode === 404) {
         // The contact (event, webhook endpoint) is unknown, but the route exists.
         expect(answer.json().detail, entry).toMatch(
-          /^No (contact|event|webhook endpoint) with this id exists in this account\.$/,
+          /^No (contact|event|webhook endpoint|request log) with this id exists in this account\.$/,
         )
       } else {
         expect(answer.statusCode, entry).toBeLessThan(300)
@@ -275,9 +277,11 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         'contact.created': '#/components/schemas/ContactCreatedEvent',
         'contact.updated': '#/components/schemas/ContactUpdatedEvent',
         'contact.deleted': '#/components/schemas/ContactDeletedEvent',
+        'api_key.exposed': '#/components/schemas/ApiKeyExposedEvent',
       },
     })
-    expect(schemas.Event.oneOf).toHaveLength(3)
+    expect(schemas.Event.oneOf).toHaveLength(4)
+    expect(schemas.ApiKeyExposedEvent.properties.data.properties.object).toEqual(ref('ApiKey'))
     expect(schemas.ContactUpdatedEvent.properties.type).toMatchObject({ const: 'contact.updated' })
     expect(schemas.ContactUpdatedEvent.properties.data.properties.object).toEqual(ref('Contact'))
     expect(schemas.Contact.properties.email.anyOf).toContainEqual(expect.objectContaining({ format: 'email' }))
@@ -403,6 +407,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
     expect(lists.sort()).toEqual([
       'get /api/v1/contacts',
       'get /api/v1/events',
+      'get /api/v1/request_logs',
       'get /api/v1/webhook_endpoints',
       'get /api/v1/webhook_endpoints/{id}/deliveries',
     ])

@@ -69,7 +69,7 @@ export const requestLogsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = asyn
       await deps.requestLog.flush(tenantId)
       const entry = await findRequestLog(db, tenantId, request.params.id)
       if (entry === undefined) {
-        throw new AppError('not_found', 'No request with this id was logged in this account and mode.')
+        throw new AppError('not_found', 'No request log with this id exists in this account.')
       }
       return sendAnswer(reply, { status: 200, body: JSON.stringify(entry), location: null })
     },
