@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest, onResponseHookHandler } from 'fastify'
 import { authIfAny } from '../http/auth.js'
 import { problemCodeOf } from '../http/errors.js'
+import { redactKeys } from '../observability/logger.js'
 import { PATH_MAX, type StoredEntry, USER_AGENT_MAX } from './request-log.js'
 import type { RequestLogWriter } from './request-log-writer.js'
 
@@ -32,16 +33,17 @@ function entryOf(request: FastifyRequest, reply: FastifyReply, keyId: string, ro
     String(request.id),
     keyId,
     request.method,
-    // Never the query string: it may carry what a client searched for.
-    (query < 0 ? url : url.slice(0, query)).slice(0, PATH_MAX),
+    // Never the query string: it may carry what a client searched for. A key a client put in the
+    // path, its user agent or its Idempotency-Key is redacted as in the server's own log.
+    redactKeys(query < 0 ? url : url.slice(0, query)).slice(0, PATH_MAX),
     route,
     reply.statusCode,
     Math.round(reply.elapsedTime * 10) / 10,
     problemCodeOf(reply) ?? null,
     request.ip,
-    userAgent === undefined ? null : userAgent.slice(0, USER_AGENT_MAX),
+    userAgent === undefined ? null : redactKeys(userAgent).slice(0, USER_AGENT_MAX),
     // The preHandler refuses any other shape, so a longer one is cut only on a refused request.
-    typeof idempotencyKey === 'string' ? idempotencyKey.slice(0, 255) : null,
+    typeof idempotencyKey === 'string' ? redactKeys(idempotencyKey).slice(0, 255) : null,
     reply.getHeader('idempotent-replayed') === 'true' ? 1 : 0,
   ]
 }

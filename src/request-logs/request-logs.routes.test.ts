@@ -101,6 +101,26 @@ describe.each(testDialects())('request log on %s', (dialect) => {
     expect(one.json()).toEqual(notFound)
   })
 
+  it('redacts a key a client put in the path, its user agent or its Idempotency-Key', async () => {
+    const other = await t.createKey(acme)
+    await t.inject(acme, {
+      method: 'GET',
+      url: `/api/v1/contacts/${acme.key}`,
+      headers: { 'user-agent': `bot ${other}` },
+    })
+    await t.inject(acme, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      headers: { 'idempotency-key': other },
+      payload: { email: 'k@example.com' },
+    })
+    const logged = JSON.stringify((await list(acme)).request_logs)
+    expect(logged).not.toContain(acme.key)
+    expect(logged).not.toContain(other)
+    expect(logged).toContain('/api/v1/contacts/[REDACTED]')
+    expect(logged).toContain('"user_agent":"bot [REDACTED]"')
+  })
+
   it('keeps each account and each mode to its own log', async () => {
     const bob = await t.createAccount('Bob')
     const bobsRequest = await t.inject(bob, { method: 'GET', url: '/api/v1/me' })
