@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestHarness } from '../../test/harness.js'
 import { shownKey, signUp, type WebClient } from '../../test/web-client.js'
+import { eventually } from '../../test/webhook-processes.js'
 import { listAudit } from '../audit/audit.js'
 import { runCli } from '../cli/cli.js'
 import { dispatchEvents } from '../webhooks/delivery-dispatch.js'
@@ -28,16 +29,14 @@ function publicKeysFile(): string {
   return file
 }
 
-/** What `read` returns once it is not empty, or after 5 s whatever it returns then. */
+/** What `read` returns once it is not empty (test/webhook-processes.ts eventually), or after 5 s whatever it returns then. */
 async function settled<T>(read: () => Promise<T[]>): Promise<T[]> {
-  const until = Date.now() + 5000
-  for (;;) {
-    const found = await read()
-    if (found.length > 0 || Date.now() > until) {
-      return found
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+  let found: T[] = []
+  await eventually(async () => {
+    found = await read()
+    return found.length > 0
+  }, 5000)
+  return found
 }
 
 const signed = (body: string, key: KeyObject = github.privateKey) =>

@@ -4,8 +4,9 @@
 import { setImmediate as yieldToRequests } from 'node:timers/promises'
 import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
+import { inTransaction } from '../db/transaction.js'
 import { timeOfId } from '../lib/ids.js'
-import type { StoredEntry } from './request-log.js'
+import { byId, type StoredEntry } from './request-log.js'
 import { CHUNK_ENTRIES_MAX, storeRequestLogs } from './request-logs.store.js'
 
 /** How long an entry waits at most before it is written: what a kill -9 can lose (docs/request-log.md). */
@@ -56,7 +57,7 @@ export function createRequestLogWriter(options: {
 
   async function store(tenantId: string, { entries, overflow }: Pending): Promise<void> {
     // In id order (a slow request's entry comes after quicker later ones), so a chunk is a range of ids.
-    entries.sort((a, b) => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0))
+    entries.sort(byId)
     for (let start = 0; start < entries.length; ) {
       // A write is one day's: the day's count caps it.
       const day = dayOf(entries[start] as StoredEntry)
@@ -71,18 +72,16 @@ export function createRequestLogWriter(options: {
       const chunk = entries.slice(start, end)
       const received = chunk.length + (end === entries.length ? overflow : 0)
       try {
-        const stored = await options.db
-          .transaction()
-          .execute((trx) =>
-            storeRequestLogs(
-              trx,
-              tenantId,
-              new Date(day * DAY_MS).toISOString().slice(0, 10),
-              chunk,
-              received,
-              options.maxPerDay,
-            ),
-          )
+        const stored = await inTransaction(options.db, (trx) =>
+          storeRequestLogs(
+            trx,
+            tenantId,
+            new Date(day * DAY_MS).toISOString().slice(0, 10),
+            chunk,
+            received,
+            options.maxPerDay,
+          ),
+        )
         options.count('stored', stored)
         options.count('capped', received - stored)
       } catch (error) {

@@ -55,12 +55,15 @@ export const RequestLogSchema = Type.Object(
 )
 export type RequestLog = Static<typeof RequestLogSchema>
 
+/** The `status` filter: an exact status, `404`, or a class, `4xx` (the API's and the web page's rule). */
+export const STATUS_FILTER = '^[1-5]([0-9][0-9]|xx)$'
+
 export const ListRequestLogsQuery = Type.Object(
   {
     ...ListQuery,
     status: Type.Optional(
       Type.String({
-        pattern: '^[1-5]([0-9][0-9]|xx)$',
+        pattern: STATUS_FILTER,
         maxLength: 3,
         description: 'An exact status, `404`, or a class, `4xx`.',
       }),
@@ -93,6 +96,9 @@ export type StoredEntry = [
   idempotencyKey: string | null,
   replayed: 0 | 1,
 ]
+
+/** Oldest first: ids sort in the order their requests arrived. */
+export const byId = (a: StoredEntry, b: StoredEntry): number => (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0)
 
 /** The API's representation of a stored entry; its time is its id's. */
 export function toRequestLog(livemode: boolean, entry: StoredEntry): RequestLog {

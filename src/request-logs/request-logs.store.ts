@@ -5,8 +5,8 @@ import { tenantById } from '../accounts/tenant.js'
 import { PURGE_BATCH } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow, ScannedRows } from '../http/pagination.js'
-import { firstIdAt, timeOfId } from '../lib/ids.js'
-import { type RequestLog, type RequestLogFilters, type StoredEntry, toRequestLog } from './request-log.js'
+import { firstIdAt, idPattern, timeOfId } from '../lib/ids.js'
+import { byId, type RequestLog, type RequestLogFilters, type StoredEntry, toRequestLog } from './request-log.js'
 
 /**
  * No two entries of a chunk are further apart in time than this, so the chunks that may hold an
@@ -239,16 +239,18 @@ export async function listRequestLogRows(
 
 /** The newest `fetch` entries found; with `scannedTo`, the scan stopped there and goes on below it. */
 function pageOf(livemode: boolean, found: StoredEntry[], fetch: number, scannedTo: string | undefined): ScannedRows {
-  found.sort((a, b) => (a[0] < b[0] ? 1 : a[0] > b[0] ? -1 : 0))
+  found.sort(byId).reverse()
   const rows: PageRow[] = found
     .slice(0, fetch)
     .map((entry) => ({ id: entry[0], body: JSON.stringify(toRequestLog(livemode, entry)) }))
   return { rows, scannedTo: rows.length < fetch ? scannedTo : undefined }
 }
 
+const REQUEST_ID = new RegExp(idPattern('request'))
+
 /** One entry of the tenant's log by its Request-Id; undefined for any other id, well-formed or not. */
 export async function findRequestLog(db: Db, accountId: string, id: string): Promise<RequestLog | undefined> {
-  if (!/^req_[0-9A-HJKMNP-TV-Z]{26}$/.test(id)) {
+  if (!REQUEST_ID.test(id)) {
     return undefined
   }
   const chunks = await db

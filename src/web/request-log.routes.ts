@@ -9,7 +9,14 @@ import { type ApiKey, listApiKeys } from '../api-keys/api-keys.store.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
 import { isRfc3339DateTime } from '../http/schemas.js'
-import { LOGGED_METHODS, PATH_MAX, type RequestLog, type RequestLogFilters } from '../request-logs/request-log.js'
+import { idPattern } from '../lib/ids.js'
+import {
+  LOGGED_METHODS,
+  PATH_MAX,
+  type RequestLog,
+  type RequestLogFilters,
+  STATUS_FILTER,
+} from '../request-logs/request-log.js'
 import { findRequestLog, listRequestLogRows } from '../request-logs/request-logs.store.js'
 import { errorPage } from './pages/layout.js'
 import {
@@ -40,10 +47,11 @@ const LogListQuery = Type.Object({
 })
 const EntryParams = Type.Object({ accountId: Type.String(), requestId: Type.String() })
 
-const REQUEST_ID = /req_[0-9A-HJKMNP-TV-Z]{26}/i
+/** A Request-Id anywhere in pasted text, in either case: the id pattern without its anchors. */
+const REQUEST_ID = new RegExp(idPattern('request').slice(1, -1), 'i')
 /** Where the next page starts: the last id shown, or where a filtered scan stopped (`req_…~`). */
-const PAGE_START = /^req_[0-9A-HJKMNP-TV-Z]{26}~?$/
-const STATUS = /^[1-5]([0-9][0-9]|xx)$/
+const PAGE_START = new RegExp(`${idPattern('request').slice(0, -1)}~?$`)
+const STATUS = new RegExp(STATUS_FILTER)
 const LOCAL_TIME = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)(:\d\d(\.\d{1,3})?)?$/
 /** Request ids hold a time from 1970 on; a time outside these bounds means the same as the bound. */
 const TIME_MIN = 0
@@ -290,7 +298,7 @@ export const requestLogRoutes: FastifyPluginAsyncTypebox<{ deps: Deps; render: R
       const { tenant, home } = accountContext(request)
       const entry = await findEntry(tenant.id, request.params.requestId)
       if (entry === undefined) {
-        throw new AppError('not_found', 'No request with this id was logged in this account and mode.')
+        throw new AppError('not_found', 'No request log with this id exists in this account.')
       }
       const keys = await listApiKeys(db, tenant.id, deps.config.keyPrefix)
       const key = keys.find((candidate) => candidate.id === entry.key_id)
