@@ -9,6 +9,7 @@ import {
 import { ApiError } from './errors.js'
 import { DEFAULT_RETRY, type FetchLike, type RetryOptions, retryingFetch } from './fetch.js'
 import type { paths } from './schema.js'
+import { USER_AGENT } from './version.js'
 import {
   type Account,
   type Contact,
@@ -51,7 +52,7 @@ export interface ClientOptions {
   maxRetryDelayMs?: number
   /** The fetch to send requests with (default: the global fetch). */
   fetch?: FetchLike
-  /** Extra headers on every request. */
+  /** Extra headers on every request (a `user-agent` here replaces the client's own). */
   headers?: Record<string, string>
 }
 
@@ -133,6 +134,10 @@ const writeInit = (options: WriteOptions = {}) => ({
 
 const signalOf = (init: { signal?: AbortSignal } = {}) => (init.signal ? { signal: init.signal } : {})
 
+/** The client's own User-Agent, unless the caller's headers name one (in any case). */
+const userAgentUnless = (headers: Record<string, string> = {}) =>
+  Object.keys(headers).some((name) => name.toLowerCase() === 'user-agent') ? {} : { 'user-agent': USER_AGENT }
+
 export function createClient(options: ClientOptions) {
   const retry: RetryOptions = {
     maxRetries: options.maxRetries ?? DEFAULT_RETRY.maxRetries,
@@ -142,7 +147,7 @@ export function createClient(options: ClientOptions) {
   const inner: FetchLike = options.fetch ?? ((request) => globalThis.fetch(request))
   const api: Client<paths> = createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, '').replace(/\/api\/v1$/, ''),
-    headers: { ...options.headers, authorization: `Bearer ${options.apiKey}` },
+    headers: { ...userAgentUnless(options.headers), ...options.headers, authorization: `Bearer ${options.apiKey}` },
     fetch: retryingFetch(inner, retry),
   })
 

@@ -14,6 +14,7 @@ export {
   type Modified,
   type NotModified,
 } from './conditional.js'
+export { USER_AGENT, VERSION } from './version.js'
 export { ApiError, type FieldError, type Problem } from './errors.js'
 export type { FetchLike } from './fetch.js'
 export type { components, operations, paths, webhooks } from './schema.js'

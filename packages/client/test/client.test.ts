@@ -1,5 +1,6 @@
 // The SDK against the real server over HTTP, on every dialect: the app from the test harness
 // listening on a free port, and the SDK's requests going through the real fetch.
+import { readFileSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { afterAll, beforeAll, describe, expect, expectTypeOf, it } from 'vitest'
@@ -17,6 +18,8 @@ import {
   type Event,
   etagOf,
   type FetchLike,
+  USER_AGENT,
+  VERSION,
 } from '../src/index.js'
 
 async function listen(harness: TestHarness): Promise<string> {
@@ -330,6 +333,41 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
       .catch((e: unknown) => e)
     expect(calls).toBe(3)
     expect(error).toMatchObject({ status: 503, code: 'service_unavailable', requestId: 'req_x', detail: 'down' })
+  })
+
+  it('reads the request log: a page, every page with for await, one entry by Request-Id', async () => {
+    const owner = await t.createAccount('Logged')
+    const sdk = createClient({ baseUrl: base, apiKey: owner.key, retryBaseDelayMs: 10 })
+    await sdk.me()
+    const missing = await sdk.contacts.get('con_01JD3Z8Q4R5S6T7V8W9X0Y1Z2A').catch((e: unknown) => e)
+    expect(missing).toBeInstanceOf(ApiError)
+    const page = await sdk.requestLogs.list({ status: '4xx' })
+    expect(page.request_logs).toHaveLength(1)
+    expect(page.request_logs[0]).toMatchObject({
+      id: (missing as ApiError).requestId,
+      route: '/api/v1/contacts/{id}',
+      status: 404,
+      error_code: 'not_found',
+      user_agent: USER_AGENT,
+    })
+    const walked = []
+    for await (const entry of sdk.requestLogs.all({ limit: 1 })) {
+      walked.push(entry.route)
+    }
+    // The list itself came after the 404 and the /me: newest first.
+    expect(walked).toEqual(['/api/v1/request_logs', '/api/v1/contacts/{id}', '/api/v1/me'])
+    expect(await sdk.requestLogs.get((missing as ApiError).requestId ?? '')).toEqual(page.request_logs[0])
+    // A caller's own User-Agent replaces the client's, whatever its case.
+    const named = createClient({ baseUrl: base, apiKey: owner.key, headers: { 'User-Agent': 'sync-job/2' } })
+    await named.me()
+    const [latest] = (await named.requestLogs.list({ limit: 1, path: '/api/v1/me' })).request_logs
+    expect(latest?.user_agent).toBe('sync-job/2')
+  })
+
+  it('sends the version of its package in its User-Agent', () => {
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    expect(VERSION).toBe(manifest.version)
+    expect(USER_AGENT).toBe(`contacts-api-client/${manifest.version}`)
   })
 
   it('manages webhook endpoints and lists their deliveries', async () => {
