@@ -392,6 +392,14 @@ describe.each(testDialects())('bad input on %s', (dialect) => {
       'updated_after',
       'must be an RFC 3339 date-time, e.g. 2026-01-31T09:00:00Z',
     ],
+    // A year before 0000 is no RFC 3339 year (one past 9999 is written by toISOString, and kept).
+    [
+      '/api/v1/request_logs?created_after=-000001-01-01T00:00:00Z',
+      'created_after',
+      'must be an RFC 3339 date-time, e.g. 2026-01-31T09:00:00Z',
+    ],
+    // Paths are logged from their leading slash: one without it could never match.
+    ['/api/v1/request_logs?path=api/v1/me', 'path', 'must start with /'],
   ])('GET %s → one error naming the choices or the format', async (url, field, message) => {
     const body = expectProblem(await t.inject(acme, { method: 'GET', url }), 400, 'invalid_parameter')
     expect(body.errors).toEqual([{ field, message }])

@@ -13,7 +13,7 @@ export const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Ty
 export const StringEnum = <const T extends readonly string[]>(values: T, options: { description?: string } = {}) =>
   Type.Unsafe<T[number]>({ type: 'string', enum: [...values], ...options })
 
-const RFC3339 = /^(\d{4}|[+-]\d{6})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:Z|[+-](\d\d):(\d\d))$/i
+const RFC3339 = /^(\d{4}|\+\d{6})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:Z|[+-](\d\d):(\d\d))$/i
 
 /**
  * RFC 3339's date-time (section 5.6), the rule of every `format: date-time`: a real calendar day,

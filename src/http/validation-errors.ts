@@ -107,6 +107,9 @@ function findingOf(issue: Issue, error: FastifyError): Finding {
       if (params.pattern === '\\S') {
         return rule('must not be blank')
       }
+      if (params.pattern === '^/') {
+        return rule('must start with /')
+      }
   }
   return rule(issue.message ?? 'is invalid')
 }

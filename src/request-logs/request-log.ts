@@ -70,7 +70,13 @@ export const ListRequestLogsQuery = Type.Object(
     ),
     key_id: Type.Optional(Type.String({ maxLength: 64, description: 'Requests made with this key.' })),
     method: Type.Optional(StringEnum(LOGGED_METHODS)),
-    path: Type.Optional(Type.String({ maxLength: PATH_MAX, description: 'Paths that start with this.' })),
+    path: Type.Optional(
+      Type.String({
+        pattern: '^/',
+        maxLength: PATH_MAX,
+        description: 'Paths that start with this, e.g. `/api/v1/contacts/`.',
+      }),
+    ),
     created_after: Type.Optional(Type.String({ format: 'date-time', maxLength: 40 })),
     created_before: Type.Optional(Type.String({ format: 'date-time', maxLength: 40 })),
   },

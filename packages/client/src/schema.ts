@@ -5387,7 +5387,7 @@ export interface operations {
                 /** @description Requests made with this key. */
                 key_id?: string;
                 method?: "GET" | "HEAD" | "POST" | "PUT" | "PATCH" | "DELETE" | "OPTIONS";
-                /** @description Paths that start with this. */
+                /** @description Paths that start with this, e.g. `/api/v1/contacts/`. */
                 path?: string;
                 created_after?: string;
                 created_before?: string;
