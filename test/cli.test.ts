@@ -124,6 +124,7 @@ describe('contacts-api accounts create', () => {
       api_key: {
         id: expect.stringMatching(KEY_ID),
         account_id: body.account.id,
+        livemode: true,
         name: 'Default',
         key: `service_live_…${body.api_key.secret.slice(-4)}`,
         scopes: ['read', 'write'],
@@ -192,6 +193,7 @@ describe('contacts-api keys', () => {
       api_key: {
         id: expect.stringMatching(KEY_ID),
         account_id: acme.account.id,
+        livemode: true,
         name: 'CI reader',
         key: `service_live_…${key.secret.slice(-4)}`,
         scopes: ['read'],
@@ -208,6 +210,17 @@ describe('contacts-api keys', () => {
     const name = 'n'.repeat(100)
     const body = await cliJson(['keys', 'create', '--account', acme.account.id, '--name', ` ${name} `], db.env)
     expect(body.api_key).toMatchObject({ name })
+  })
+
+  it('keys create --test makes a test-mode key of the same account, and says so', async () => {
+    const body = await cliJson(['keys', 'create', '--account', acme.account.id, '--test'], db.env)
+    const key = body.api_key as { secret: string }
+    expect(key.secret).toMatch(/^service_test_[A-Za-z0-9]{32}$/)
+    expect(body.api_key).toMatchObject({
+      account_id: acme.account.id,
+      livemode: false,
+      key: `service_test_…${key.secret.slice(-4)}`,
+    })
   })
 
   it('keys create defaults to "Default", read+write, no expiry; text form shows the secret', async () => {
@@ -295,7 +308,12 @@ describe('contacts-api keys', () => {
       expect(text).not.toContain(secret)
     }
     const redacted = (secret: string) => `service_live_…${secret.slice(-4)}`
-    const common = { account_id: owner.account.id, created_at: expect.stringMatching(TIMESTAMP), last_used_at: null }
+    const common = {
+      account_id: owner.account.id,
+      livemode: true,
+      created_at: expect.stringMatching(TIMESTAMP),
+      last_used_at: null,
+    }
     expect(JSON.parse(text)).toEqual({
       api_keys: [
         {
@@ -364,6 +382,7 @@ describe('contacts-api keys', () => {
       api_key: {
         id: key.id,
         account_id: acme.account.id,
+        livemode: true,
         name: 'Temp',
         key: `service_live_…${key.secret.slice(-4)}`,
         scopes: ['read', 'write'],

@@ -372,9 +372,12 @@ function pushingFromCli(deps: Deps): KeyLifecycleDeps {
 }
 
 function publicKey(key: ApiKey) {
+  // A test key's rows belong to the account's test tenant; the operator knows the account by its own id.
+  const { accountId, livemode } = tenantById(key.account_id)
   return {
     id: key.id,
-    account_id: key.account_id,
+    account_id: accountId,
+    livemode,
     name: key.name,
     key: key.redacted,
     scopes: key.scopes,
