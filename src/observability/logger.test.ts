@@ -58,7 +58,7 @@ describe('the log on standard output', () => {
 })
 
 describe('logs', () => {
-  it('never contain an API key, an invitation token, the Authorization header, or a session cookie', async () => {
+  it('never contain an API key, an invitation token, a searched email, the Authorization header, or a session cookie', async () => {
     const t = await createTestHarness({ dialect: 'sqlite' })
     let captured = ''
     const stream = new Writable({
@@ -79,8 +79,12 @@ describe('logs', () => {
       // An invitation link's token is a credential like a key (web/people.routes.ts).
       const invitationToken = 'invitation-token-0123456789abcdefghijklmnopq'
       await app.inject({ method: 'GET', url: `/invitations/${invitationToken}` })
+      // What a client searched for is a person's data: the parameters stay, their values do not.
+      await app.inject({ method: 'GET', url: '/api/v1/contacts?limit=2&email=who%40example.com&q=Zebulon', headers })
       const lines = captured.trim().split('\n')
-      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(6)
+      expect(lines.filter((l) => l.includes('"msg":"request"')).length).toBe(7)
+      expect(captured).toContain('/api/v1/contacts?limit=2&email=[REDACTED]&q=[REDACTED]')
+      expect(captured).not.toMatch(/who%40example|Zebulon/)
       expect(captured).not.toContain(invitationToken)
       expect(captured).toContain('/invitations/[REDACTED]')
       expect(captured).not.toContain(acme.key)

@@ -9,9 +9,17 @@ export const redactKeys = (text: string): string =>
   // The cheap test first: the pattern backtracks over every run of letters (a cursor is one long run).
   text.includes('_live_') || text.includes('_test_') ? text.replace(API_KEY, '[REDACTED]') : text
 
-/** A request's URL as logged: no API key, and no invitation link's token (web/people.routes.ts). */
-export const redactUrl = (url: string): string =>
-  redactKeys(url).replace(/^\/invitations\/[^/?]+/, '/invitations/[REDACTED]')
+/** Query parameters whose values are a person's data (a contact's email, a search), not the request's shape. */
+const PERSONAL_QUERY = /([?&](?:email|q)=)[^&#]*/g
+
+/**
+ * A request's URL as logged: no API key, no invitation link's token (web/people.routes.ts), and no
+ * email address or search text from the query (docs/api-decisions.md, "What the logs keep").
+ */
+export const redactUrl = (url: string): string => {
+  const redacted = redactKeys(url).replace(/^\/invitations\/[^/?]+/, '/invitations/[REDACTED]')
+  return redacted.includes('?') ? redacted.replace(PERSONAL_QUERY, '$1[REDACTED]') : redacted
+}
 
 export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): FastifyServerOptions['logger'] {
   return {
