@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { idPattern, newId, timeOfId } from './ids.js'
+import { firstIdAt, idPattern, newId, timeOfId } from './ids.js'
 
 const BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 /** The 80-bit random part of an id, as a number. */
@@ -31,5 +31,14 @@ describe('newId', () => {
     expect(steps.every((step) => step >= 1n && step <= 2n ** 32n)).toBe(true)
     // A +1 counter would make every step 1; random steps of up to 2^32 are almost never below 2^16.
     expect(steps.filter((step) => step < 2n ** 16n).length).toBeLessThan(5)
+  })
+})
+
+describe('timeOfId', () => {
+  it('reads back the time of an id of any kind, from 1970 to the last time a ULID holds', () => {
+    for (const ms of [0, 1, 1_796_000_000_123, 2 ** 48 - 1]) {
+      expect(timeOfId(firstIdAt('request', ms))).toBe(ms)
+      expect(timeOfId(firstIdAt('webhookDelivery', ms))).toBe(ms)
+    }
   })
 })

@@ -18,6 +18,8 @@ const ID_PREFIXES = {
 export type IdKind = keyof typeof ID_PREFIXES
 
 const BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
+/** A base32 digit's value by its character code; -1 for any other character, as indexOf gives. */
+const DIGIT_OF_CODE = Int8Array.from({ length: 128 }, (_, code) => BASE32.indexOf(String.fromCharCode(code)))
 /** Each kind's last time and random part: a kind's ids are made at its own callers' times. */
 const last = new Map<IdKind, { time: number; random: Uint8Array }>()
 
@@ -53,10 +55,12 @@ const MAX_TIME = 2 ** 48 - 1
 
 /** When an id was made: the milliseconds its ULID's time part holds. */
 export function timeOfId(id: string): number {
-  const time = id.slice(id.indexOf('_') + 1, id.indexOf('_') + 11)
+  // By char code, without a slice: the request log reads the time of every request's id.
+  const start = id.indexOf('_') + 1
+  const end = Math.min(start + 10, id.length)
   let ms = 0
-  for (const char of time) {
-    ms = ms * 32 + BASE32.indexOf(char)
+  for (let at = start; at < end; at++) {
+    ms = ms * 32 + (DIGIT_OF_CODE[id.charCodeAt(at)] ?? -1)
   }
   return ms
 }
