@@ -6,8 +6,16 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import { inTransaction } from '../db/transaction.js'
 import { timeOfId } from '../lib/ids.js'
-import { byId, type StoredEntry } from './request-log.js'
-import { CHUNK_ENTRIES_MAX, storeRequestLogs } from './request-logs.store.js'
+import type { StoredEntry } from './request-log.js'
+import {
+  addToChunk,
+  CHUNK_ENTRIES_MAX,
+  closeChunk,
+  type OpenChunk,
+  openChunk,
+  type StoredChunk,
+} from './request-log-chunk.js'
+import { storeRequestLogs } from './request-logs.store.js'
 
 /** How long an entry waits at most before it is written: what a kill -9 can lose (docs/request-log.md). */
 export const FLUSH_MS = 1000
@@ -33,13 +41,15 @@ export interface RequestLogWriter {
 }
 
 interface Pending {
-  entries: StoredEntry[]
-  /** Requests past PENDING_MAX_PER_TENANT (so entries is full): counted on the newest entry's day. */
+  /** Full chunks, in the order they were opened, and the one being filled. */
+  closed: StoredChunk[]
+  open: OpenChunk | undefined
+  entries: number
+  /** Requests past PENDING_MAX_PER_TENANT: counted with the last write, on its day. */
   overflow: number
 }
 
-const DAY_MS = 86_400_000
-const dayOf = (entry: StoredEntry): number => Math.floor(timeOfId(entry[0]) / DAY_MS)
+const entriesOf = (chunks: readonly StoredChunk[]): number => chunks.reduce((sum, chunk) => sum + chunk.size, 0)
 
 export function createRequestLogWriter(options: {
   db: Kysely<Database>
@@ -55,40 +65,32 @@ export function createRequestLogWriter(options: {
   // One flush at a time, in order: a tenant's entries are stored in the order they came.
   let flushing: Promise<void> = Promise.resolve()
 
-  async function store(tenantId: string, { entries, overflow }: Pending): Promise<void> {
-    // In id order (a slow request's entry comes after quicker later ones), so a chunk is a range of ids.
-    entries.sort(byId)
-    for (let start = 0; start < entries.length; ) {
-      // A write is one day's: the day's count caps it.
-      const day = dayOf(entries[start] as StoredEntry)
-      let end = Math.min(entries.length, start + WRITE_MAX)
-      if (dayOf(entries[end - 1] as StoredEntry) !== day) {
-        // Sorted: the day ends somewhere in between (a flush past midnight UTC).
-        end = start + 1
-        while (dayOf(entries[end] as StoredEntry) === day) {
-          end++
-        }
+  async function store(tenantId: string, { closed, open, overflow }: Pending): Promise<void> {
+    const chunks = open === undefined ? closed : [...closed, closeChunk(open)]
+    // A write is one day's, of WRITE_MAX entries at most: the day's count caps it.
+    const writes: StoredChunk[][] = []
+    for (const chunk of chunks) {
+      const write = writes.findLast((candidate) => candidate[0]?.day === chunk.day)
+      if (write !== undefined && entriesOf(write) + chunk.size <= WRITE_MAX) {
+        write.push(chunk)
+      } else {
+        writes.push([chunk])
       }
-      const chunk = entries.slice(start, end)
-      const received = chunk.length + (end === entries.length ? overflow : 0)
+    }
+    for (const [index, write] of writes.entries()) {
+      const entries = entriesOf(write)
+      const received = entries + (index === writes.length - 1 ? overflow : 0)
+      const day = new Date((write[0] as StoredChunk).day * 86_400_000).toISOString().slice(0, 10)
       try {
         const stored = await inTransaction(options.db, (trx) =>
-          storeRequestLogs(
-            trx,
-            tenantId,
-            new Date(day * DAY_MS).toISOString().slice(0, 10),
-            chunk,
-            received,
-            options.maxPerDay,
-          ),
+          storeRequestLogs(trx, tenantId, day, write, received, options.maxPerDay),
         )
         options.count('stored', stored)
         options.count('capped', received - stored)
       } catch (error) {
-        options.count('failed', chunk.length)
+        options.count('failed', entries)
         report(error)
       }
-      start = end
       await yieldToRequests()
     }
   }
@@ -105,7 +107,7 @@ export function createRequestLogWriter(options: {
       return new Map()
     }
     pending.delete(tenantId)
-    size -= one.entries.length
+    size -= one.entries
     return new Map([[tenantId, one]])
   }
 
@@ -129,14 +131,22 @@ export function createRequestLogWriter(options: {
     record(tenantId, entry) {
       let mine = pending.get(tenantId)
       if (!mine) {
-        mine = { entries: [], overflow: 0 }
+        mine = { closed: [], open: undefined, entries: 0, overflow: 0 }
         pending.set(tenantId, mine)
       }
-      if (mine.entries.length >= PENDING_MAX_PER_TENANT) {
+      if (mine.entries >= PENDING_MAX_PER_TENANT) {
         mine.overflow++
         return
       }
-      mine.entries.push(entry)
+      const time = timeOfId(entry[0])
+      if (mine.open === undefined || !addToChunk(mine.open, entry, time)) {
+        if (mine.open !== undefined) {
+          mine.closed.push(closeChunk(mine.open))
+        }
+        mine.open = openChunk(time)
+        addToChunk(mine.open, entry, time)
+      }
+      mine.entries++
       size++
       if (size >= WRITE_MAX && !soon) {
         soon = true

@@ -1,5 +1,6 @@
 // The request log through the API, on every dialect: what an entry says, the filters and paging,
 // the mode and account walls, the daily cap, the bounded scan and the retention purge.
+import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
@@ -7,6 +8,7 @@ import { expectProblem } from '../../test/helpers.js'
 import { inTransaction } from '../db/transaction.js'
 import { firstIdAt, timeOfId } from '../lib/ids.js'
 import type { RequestLog, StoredEntry } from './request-log.js'
+import { chunksOf } from './request-log-chunk.js'
 import { createRequestLogWriter } from './request-log-writer.js'
 import { listRequestLogRows, purgeExpiredRequestLogs, storeRequestLogs } from './request-logs.store.js'
 
@@ -235,7 +237,7 @@ describe.each(testDialects())('request log on %s', (dialect) => {
       entryAt(acme.keyId, start + i, i === 0 ? 500 : 200),
     )
     await inTransaction(t.db, (trx) =>
-      storeRequestLogs(trx, acme.id, dayOf(entries[0]), entries, entries.length, 1_000_000),
+      storeRequestLogs(trx, acme.id, dayOf(entries[0]), chunksOf(entries), entries.length, 1_000_000),
     )
     const first = await list(acme, '?status=500')
     expect(first.request_logs).toEqual([])
@@ -250,7 +252,9 @@ describe.each(testDialects())('request log on %s', (dialect) => {
     const one = [0, 2, 4].map((i) => entryAt(acme.keyId, start + i, 200))
     const other = [1, 3, 5].map((i) => entryAt(acme.keyId, start + i, 404))
     for (const chunk of [one, other]) {
-      await inTransaction(t.db, (trx) => storeRequestLogs(trx, acme.id, dayOf(chunk[0]), chunk, chunk.length, 100))
+      await inTransaction(t.db, (trx) =>
+        storeRequestLogs(trx, acme.id, dayOf(chunk[0]), chunksOf(chunk), chunk.length, 100),
+      )
     }
     const before = new Date(start + 6).toISOString()
     const ids = (await walk(acme, `limit=2&created_before=${before}`)).map((e) => e.id)
@@ -303,12 +307,21 @@ describe.each(testDialects())('request log on %s', (dialect) => {
     expect(stored).toHaveLength(5)
   })
 
+  it.runIf(dialect === 'postgres')('compresses chunks with LZ4 on the PostgreSQL server, which has it', async () => {
+    const entries = Array.from({ length: 400 }, (_, i) => entryAt(acme.keyId, Date.now() - 5_000 + i, 200))
+    await inTransaction(t.db, (trx) => storeRequestLogs(trx, acme.id, dayOf(entries[0]), chunksOf(entries), 400, 1e6))
+    const compressed = await sql<{ method: string }>`
+      select pg_column_compression(entries) as method from request_log_chunks
+      where account_id = ${acme.id} and length(entries) > 4096`.execute(t.db)
+    expect(compressed.rows.map((row) => row.method)).toEqual(['lz4'])
+  })
+
   it('purges entries older than the retention, and the day counts with them', async () => {
     const now = Date.now()
     const old = entryAt(acme.keyId, now - 8 * 86_400_000, 200)
     const recent = entryAt(acme.keyId, now - 6 * 86_400_000, 200)
     for (const entry of [old, recent]) {
-      await inTransaction(t.db, (trx) => storeRequestLogs(trx, acme.id, dayOf(entry), [entry], 1, 10))
+      await inTransaction(t.db, (trx) => storeRequestLogs(trx, acme.id, dayOf(entry), chunksOf([entry]), 1, 10))
     }
     expect(await purgeExpiredRequestLogs(t.db, new Date(now), 7, 1)).toBe(1)
     expect((await walk(acme, 'limit=10')).map((e) => e.id)).toEqual([recent[0]])

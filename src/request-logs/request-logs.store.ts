@@ -7,31 +7,22 @@ import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow, ScannedRows } from '../http/pagination.js'
 import { firstIdAt, idPattern, timeOfId } from '../lib/ids.js'
 import { byId, type RequestLog, type RequestLogFilters, type StoredEntry, toRequestLog } from './request-log.js'
-
-/**
- * No two entries of a chunk are further apart in time than this, so the chunks that may hold an
- * id are found by their newest id alone: a chunk holding `id` has its newest id in
- * [id, id + CHUNK_SPAN_MS). A request slower than this is stored in a chunk of its own.
- */
-export const CHUNK_SPAN_MS = 60_000
-
-/** The most entries in one chunk: one batch of the writer (request-log-writer.ts). */
-export const CHUNK_ENTRIES_MAX = 500
+import { CHUNK_SPAN_MS, decodeChunk, oldestOf, type StoredChunk } from './request-log-chunk.js'
 
 /** Past an entry of this id, in the order of ids: `id < after(x)` is `id <= x`. */
 const justAfter = (id: string): string => `${id}~`
 
 /**
- * Counts `received` requests of a tenant's day and stores as many of `entries` (sorted by id) as
- * the day's cap leaves room for, the oldest first; returns how many it stored. The count is taken
- * first, in the same transaction, so instances writing at once never store more than the cap
- * between them.
+ * Counts `received` requests of a tenant's day and stores as many of the entries of `chunks` (all
+ * of that day, the oldest first) as the day's cap leaves room for; returns how many it stored. The
+ * count is taken first, in the same transaction, so instances writing at once never store more than
+ * the cap between them.
  */
 export async function storeRequestLogs(
   trx: Trx,
   accountId: string,
   day: string,
-  entries: readonly StoredEntry[],
+  chunks: readonly StoredChunk[],
   received: number,
   maxPerDay: number,
 ): Promise<number> {
@@ -46,107 +37,26 @@ export async function storeRequestLogs(
     .returning('received')
     .executeTakeFirstOrThrow()
   const total = Number(counted.received)
-  const room = Math.max(0, Math.min(entries.length, maxPerDay - (total - received)))
-  if (room === 0) {
-    return 0
-  }
-  const chunks = chunksOf(room === entries.length ? entries : entries.slice(0, room))
-  await trx
-    .insertInto('request_log_chunks')
-    .values(
-      chunks.map((chunk) => ({
-        account_id: accountId,
-        last_id: (chunk.at(-1) as StoredEntry)[0],
-        first_id: (chunk[0] as StoredEntry)[0],
-        entry_count: chunk.length,
-        entries: encodeChunk(chunk),
-      })),
-    )
-    .execute()
-  return room
-}
-
-/** Sorted entries in chunks of at most CHUNK_ENTRIES_MAX, none spanning CHUNK_SPAN_MS or more. */
-function chunksOf(entries: readonly StoredEntry[]): StoredEntry[][] {
-  const chunks: StoredEntry[][] = []
-  let chunk: StoredEntry[] = []
-  let start = 0
-  for (const entry of entries) {
-    const time = timeOfId(entry[0])
-    if (chunk.length > 0 && (time - start >= CHUNK_SPAN_MS || chunk.length === CHUNK_ENTRIES_MAX)) {
-      chunks.push(chunk)
-      chunk = []
+  let room = Math.max(0, maxPerDay - (total - received))
+  const rows = []
+  for (const chunk of chunks) {
+    if (room === 0) {
+      break
     }
-    if (chunk.length === 0) {
-      start = time
-    }
-    chunk.push(entry)
+    const stored = chunk.size <= room ? chunk : oldestOf(chunk, room)
+    room -= stored.size
+    rows.push({
+      account_id: accountId,
+      last_id: stored.lastId,
+      first_id: stored.firstId,
+      entry_count: stored.size,
+      entries: stored.text,
+    })
   }
-  if (chunk.length > 0) {
-    chunks.push(chunk)
+  if (rows.length > 0) {
+    await trx.insertInto('request_log_chunks').values(rows).execute()
   }
-  return chunks
-}
-
-/**
- * A chunk as stored: `[strings, entries]`, each entry a StoredEntry whose repeated text fields (key,
- * method, path, route, error code, address, user agent) are indexes into `strings`. Entries of one
- * chunk share most of them, so the row is about half the size of the entries' own JSON, and the
- * log's writes (and SQLite's checkpoints) half as large.
- */
-type EncodedChunk = [strings: string[], entries: Array<(string | number | null)[]>]
-
-function encodeChunk(chunk: readonly StoredEntry[]): string {
-  const strings: string[] = []
-  const indexes = new Map<string, number>()
-  const ref = (text: string): number => {
-    let index = indexes.get(text)
-    if (index === undefined) {
-      index = strings.push(text) - 1
-      indexes.set(text, index)
-    }
-    return index
-  }
-  const orNull = (text: string | null) => (text === null ? null : ref(text))
-  const entries = chunk.map(
-    ([id, keyId, method, path, route, status, ms, error, ip, agent, idempotencyKey, replayed]) => [
-      id,
-      ref(keyId),
-      ref(method),
-      ref(path),
-      ref(route),
-      status,
-      ms,
-      orNull(error),
-      ref(ip),
-      orNull(agent),
-      idempotencyKey,
-      replayed,
-    ],
-  )
-  return JSON.stringify([strings, entries] satisfies EncodedChunk)
-}
-
-function decodeChunk(text: string): StoredEntry[] {
-  const [strings, entries] = JSON.parse(text) as EncodedChunk
-  const at = (index: unknown) => strings[index as number] as string
-  const orNull = (index: unknown) => (index === null ? null : at(index))
-  return entries.map(
-    ([id, keyId, method, path, route, status, ms, error, ip, agent, idempotencyKey, replayed]): StoredEntry => [
-      id as string,
-      at(keyId),
-      at(method),
-      at(path),
-      at(route),
-      status as number,
-      ms as number,
-      orNull(error),
-      at(ip),
-      orNull(agent),
-      idempotencyKey as string | null,
-      replayed as 0 | 1,
-    ],
-  )
+  return rows.reduce((sum, row) => sum + row.entry_count, 0)
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Up to a batch of one tenant's request log entries (src/request-logs/request-logs.store.ts): no
+ * Up to CHUNK_ENTRIES_MAX of one tenant's request log entries (src/request-logs/request-log-chunk.ts): no
  * two entries of a chunk are further apart in time than CHUNK_SPAN_MS.
  */
 export interface RequestLogChunksTable {
@@ -8,7 +8,7 @@ export interface RequestLogChunksTable {
   last_id: string
   first_id: string
   entry_count: number
-  /** JSON: the entries, oldest first, each a StoredEntry. */
+  /** JSON: the entries in the order they were recorded (request-log-chunk.ts). */
   entries: string
 }
 
