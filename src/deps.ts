@@ -20,6 +20,7 @@ import {
 import type { Config } from './config.js'
 import { type ContactService, createContactService } from './contacts/contact-service.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
+import { createFeedSignal, type FeedSignal } from './events/feed-signal.js'
 import { createImportRunner, type ImportRunner } from './imports/import-runner.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
@@ -53,6 +54,8 @@ export interface Deps {
   readonly testData: TestDataPurger
   /** Writes the request log in batches off the request path (src/request-logs/request-log-writer.ts). */
   readonly requestLog: RequestLogWriter
+  /** Wakes the long polls of the events feed when this instance commits an event (src/events/feed-signal.ts). */
+  readonly feedSignal: FeedSignal
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
@@ -107,7 +110,9 @@ export function createDeps(
   )
 
   const secret = config.secret ?? localSecret(config)
+  const feedSignal = createFeedSignal()
   const contacts = createContactService({
+    onCommitted: (tenantId) => feedSignal.notify(tenantId),
     db: database.db,
     clock,
     maxContacts: config.maxContactsPerAccount,
@@ -125,6 +130,7 @@ export function createDeps(
     secret,
     contacts,
     testData: createTestDataPurger({ db: database.db, contacts, clock }),
+    feedSignal,
     requestLog: createRequestLogWriter({
       db: database.db,
       maxPerDay: config.requestLog.maxPerDay,

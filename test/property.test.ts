@@ -461,6 +461,16 @@ describe.each(testDialects())('property tests on %s', (dialect) => {
               sizes.push(list.length)
               items.push(...list)
               expect(list.length).toBeLessThanOrEqual(limit ?? 50)
+              if (path.endsWith('events')) {
+                // A feed's cursor never ends (docs/events.md): its end is the first page short of the limit.
+                expect(body.next_cursor).toEqual(expect.any(String))
+                if (list.length < (limit ?? 50)) {
+                  return { items, sizes, cursors, limits }
+                }
+                cursors.push(body.next_cursor)
+                after = body.next_cursor
+                continue
+              }
               if (body.next_cursor === null) {
                 return { items, sizes, cursors, limits }
               }
@@ -473,7 +483,7 @@ describe.each(testDialects())('property tests on %s', (dialect) => {
           }
 
           /** The page sizes a walk over n items must have had. */
-          const expectPaging = (n: number, sizes: number[], limits: Array<number | undefined>) => {
+          const expectPaging = (n: number, sizes: number[], limits: Array<number | undefined>, feed = false) => {
             const expected: number[] = []
             let left = n
             for (let page = 0; ; page++) {
@@ -481,6 +491,10 @@ describe.each(testDialects())('property tests on %s', (dialect) => {
               expected.push(Math.min(left, limit))
               left -= Math.min(left, limit)
               if (left === 0) {
+                // A feed's walk ends on a short page: after a full last page, an empty one.
+                if (feed && n > 0 && expected.at(-1) === limit) {
+                  expected.push(0)
+                }
                 break
               }
             }
@@ -657,7 +671,7 @@ describe.each(testDialects())('property tests on %s', (dialect) => {
                 const walked = await walk(who, '/api/v1/events', query, op.limits)
                 const expected = model.eventList(op.type)
                 expectEvents(walked.items, expected, who)
-                expectPaging(expected.length, walked.sizes, op.limits)
+                expectPaging(expected.length, walked.sizes, op.limits, true)
                 return
               }
               case 'churn': {

@@ -90,8 +90,8 @@ export interface ContactServiceOptions {
   maxContacts: number
   /** MAX_TEST_CONTACTS_PER_ACCOUNT: the same for test mode. */
   maxTestContacts: number
-  /** After each commit that wrote events: wakes the in-process webhook delivery. */
-  onCommitted?: () => void
+  /** After each commit that may have written events of the tenant: wakes its long polls (events/feed-signal.ts). */
+  onCommitted?: (tenantId: string) => void
 }
 
 /** Rows decided and written together in an import slice (one read of their contacts each time). */
@@ -104,8 +104,9 @@ export function createContactService(options: ContactServiceOptions): ContactSer
   const newContact = (tenant: Tenant, input: ContactInput, at: string) =>
     applyContactInput(emptyContact(newId('contact'), at, tenant.livemode), input, at)
 
-  /** A transaction that counts its changes in one shard, retried when it lost a race. */
+  /** A transaction of the tenant that counts its changes in one shard, retried when it lost a race. */
   const write = async <T>(
+    tenant: Tenant,
     work: (trx: Trx, shard: number, attempt: number) => Promise<T>,
     retry: { uniqueViolations?: boolean; busy?: string } = {},
   ): Promise<T> => {
@@ -116,7 +117,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
         attempt = n
       },
     })
-    onCommitted?.()
+    onCommitted?.(tenant.id)
     return result
   }
 
@@ -136,7 +137,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
 
   return {
     quota: quotaOf,
-    purgeTest: (tenant, limit) => write((trx) => purgeTestContacts(trx, tenant, limit)),
+    purgeTest: (tenant, limit) => write(tenant, (trx) => purgeTestContacts(trx, tenant, limit)),
 
     create(tenant, input, options = {}) {
       const accountId = tenant.id
@@ -144,7 +145,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
       const at = now()
       const contact = newContact(tenant, input, at)
       return orContactExists(accountId, contact.email, () =>
-        write(async (trx, shard) => {
+        write(tenant, async (trx, shard) => {
           const written = await writeContacts(trx, { accountId, shard, now: at }, [{ type: 'create', contact }])
           if ((written.count ?? (await contactCount(trx, accountId))) > maxContacts) {
             throw quotaExceeded(tenant, maxContacts)
@@ -161,6 +162,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
       const maxContacts = quotaOf(tenant)
       const at = now()
       return write(
+        tenant,
         async (trx, shard) => {
           const current = await lockContact(trx, accountId, { email: input.email })
           const scope = { accountId, shard, now: at }
@@ -191,7 +193,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
       const accountId = tenant.id
       const at = now()
       return orContactExists(accountId, input.email, () =>
-        write(async (trx, shard) => {
+        write(tenant, async (trx, shard) => {
           const current = await lockContact(trx, accountId, { id })
           if (!current) {
             return undefined
@@ -218,7 +220,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
     remove(tenant, id, options = {}) {
       const accountId = tenant.id
       const at = now()
-      return write(async (trx, shard) => {
+      return write(tenant, async (trx, shard) => {
         const written = await writeContacts(trx, { accountId, shard, now: at }, [{ type: 'delete', id }])
         const deleted = written.bodies[0]
         if (deleted === undefined) {
@@ -232,6 +234,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
     applyBatch(tenant, operations, options = {}) {
       const at = now()
       return write(
+        tenant,
         async (trx, shard, attempt) => {
           // Run again after a conflict: one at a time with the account's other batches run again.
           const scope = { tenant, shard, now: at, maxContacts: quotaOf(tenant), serialized: attempt > 1 }
@@ -245,6 +248,7 @@ export function createContactService(options: ContactServiceOptions): ContactSer
 
     importSlice(tenant, slice) {
       return write(
+        tenant,
         async (trx, shard) => {
           const started = performance.now()
           const result: ImportSliceResult = { written: 0, created: 0, updated: 0, unchanged: 0 }

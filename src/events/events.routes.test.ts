@@ -67,7 +67,7 @@ describe.each(testDialects())('events on %s', (dialect) => {
     for (;;) {
       const page = await list(acme, `?limit=2${after}`)
       seen.push(...page.events.map((e) => e.type))
-      if (page.next_cursor === null) {
+      if (page.events.length < 2) {
         break
       }
       after = `&after=${page.next_cursor}`
@@ -107,6 +107,81 @@ describe.each(testDialects())('events on %s', (dialect) => {
     )
     const next = await list(acme, `?after=${first.next_cursor}`)
     expect(next.events.map((e) => e.data.object.id)).toEqual(['con_4'])
+  })
+
+  it('an empty feed and a caught-up walk still answer a cursor, which goes on from there', async () => {
+    const empty = await list(acme)
+    expect(empty.events).toEqual([])
+    expect(empty.next_cursor).toEqual(expect.any(String))
+    const first = await createContact(t, acme, { first_name: 'First' })
+    const page = await list(acme, `?after=${encodeURIComponent(empty.next_cursor ?? '')}`)
+    expect(page.events.map((e) => e.data.object.id)).toEqual([first.id])
+    const end = await list(acme, `?after=${encodeURIComponent(page.next_cursor ?? '')}`)
+    expect(end.events).toEqual([])
+    const second = await createContact(t, acme, { first_name: 'Second' })
+    const next = await list(acme, `?after=${encodeURIComponent(end.next_cursor ?? '')}`)
+    expect(next.events.map((e) => e.data.object.id)).toEqual([second.id])
+  })
+
+  it('from=now starts at the end of the feed: only events committed later', async () => {
+    await createContact(t, acme, { first_name: 'Before' })
+    const now = await list(acme, '?from=now')
+    expect(now.events).toEqual([])
+    const later = await createContact(t, acme, { first_name: 'Later' })
+    const page = await list(acme, `?after=${encodeURIComponent(now.next_cursor ?? '')}`)
+    expect(page.events.map((e) => e.data.object.id)).toEqual([later.id])
+  })
+
+  it('wait=N answers as soon as an event is committed, and an empty page with its cursor after N s', async () => {
+    const start = await list(acme, '?from=now')
+    const cursor = encodeURIComponent(start.next_cursor ?? '')
+    const began = performance.now()
+    const polled = list(acme, `?after=${cursor}&wait=20`)
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const made = await createContact(t, acme, { first_name: 'Awaited' })
+    const page = await polled
+    const elapsed = performance.now() - began
+    expect(page.events.map((e) => e.data.object.id)).toEqual([made.id])
+    // Woken by the commit, not by the end of the wait.
+    expect(elapsed).toBeLessThan(10_000)
+
+    const quiet = performance.now()
+    const timedOut = await list(acme, `?after=${encodeURIComponent(page.next_cursor ?? '')}&wait=1`)
+    expect(timedOut.events).toEqual([])
+    expect(performance.now() - quiet).toBeGreaterThanOrEqual(900)
+    expect(timedOut.next_cursor).toEqual(expect.any(String))
+  })
+
+  it("a contact's commit on this instance wakes its account's long polls at once", async () => {
+    const woken = t.deps.feedSignal.next(acme.id, 60_000, new AbortController().signal)
+    await createContact(t, acme, { first_name: 'Signalled' })
+    expect(await woken).toBe(true)
+  })
+
+  it("another account's commit does not answer a long poll", async () => {
+    const other = await t.createAccount('Other')
+    const start = await list(acme, '?from=now')
+    const polled = list(acme, `?after=${encodeURIComponent(start.next_cursor ?? '')}&wait=1`)
+    await createContact(t, other, { first_name: 'Elsewhere' })
+    expect((await polled).events).toEqual([])
+  })
+
+  it('refuses wait outside 0–30 and from=now with after', async () => {
+    const cursor = (await list(acme)).next_cursor ?? ''
+    for (const [query, field] of [
+      ['wait=31', 'wait'],
+      ['wait=-1', 'wait'],
+      ['wait=1.5', 'wait'],
+      ['from=start', 'from'],
+      [`from=now&after=${encodeURIComponent(cursor)}`, 'from'],
+    ]) {
+      const body = expectProblem(
+        await t.inject(acme, { method: 'GET', url: `/api/v1/events?${query}` }),
+        400,
+        'invalid_parameter',
+      )
+      expect(body.errors[0].field).toBe(field)
+    }
   })
 
   it('purges events older than the retention, in batches, and keeps the rest', async () => {

@@ -12,6 +12,8 @@ import { IdParams, NoQuery } from '../http/schemas.js'
 import { sendAnswer } from '../idempotency/idempotency.js'
 import { EventSchema, ListEventsQuery } from './events.js'
 import { listEventRows } from './events.store.js'
+import { FEED_START, feedEnd } from './feed-position.js'
+import { NOTIFIED_RECHECK_MS, RECHECK_MS } from './feed-signal.js'
 
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
   app.get(
@@ -21,7 +23,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
         operationId: 'listEvents',
         summary: 'List events',
         description:
-          'Every contact change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs.',
+          'Every change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs. The cursor never ends: at the end of the feed it goes on from there; with wait=N the answer comes as soon as an event is committed.',
         querystring: ListEventsQuery,
         response: {
           200: jsonResponse(ListEnvelope('EventList', 'events', EventSchema), 'A page of events.'),
@@ -30,10 +32,37 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
       },
     },
     async (request, reply) => {
-      const { limit, after, ...filters } = request.query
+      const { limit, after, wait = 0, from, ...filters } = request.query
+      if (from !== undefined && after !== undefined) {
+        throw new AppError('invalid_parameter', 'from=now starts a walk; after continues one: give one of them.', {
+          errors: [{ field: 'from', message: 'cannot be combined with after' }],
+        })
+      }
       const accountId = authOf(request).tenant.id
-      return sendPage(reply, deps.secret, { list: 'events', accountId, filters }, { limit, after }, (position) =>
-        listEventRows(deps.database.db, accountId, { ...filters, ...position }),
+      // The client going away ends the wait: nothing is left waiting for no one.
+      const gone = new AbortController()
+      reply.raw.once('close', () => gone.abort())
+      return sendPage(
+        reply,
+        deps.secret,
+        { list: 'events', accountId, filters },
+        { limit, after },
+        async (position) => {
+          const afterId = position.afterId ?? (from === 'now' ? await feedEnd(deps.database.db) : undefined)
+          const deadline = performance.now() + wait * 1000
+          let notified = false
+          for (;;) {
+            const rows = await listEventRows(deps.database.db, accountId, { ...filters, ...position, afterId })
+            const left = deadline - performance.now()
+            if (rows.length > 0 || left <= 0 || gone.signal.aborted) {
+              // The feed's cursor never ends: at its end, it stays where this page stopped.
+              return { rows, scannedTo: rows.at(-1)?.position ?? afterId ?? FEED_START }
+            }
+            // Notified but not served yet (PostgreSQL serves an event once older transactions end): soon again.
+            const pause = notified ? Math.min(left, NOTIFIED_RECHECK_MS) : Math.min(left, RECHECK_MS)
+            notified = await deps.feedSignal.next(accountId, pause, gone.signal)
+          }
+        },
       )
     },
   )

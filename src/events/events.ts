@@ -4,7 +4,7 @@ import { type Static, Type } from '@sinclair/typebox'
 import { ApiKeySchema } from '../api-keys/api-key.schemas.js'
 import { CONTACT_EXAMPLE, ContactSchema } from '../contacts/contacts.schemas.js'
 import { sameSchemaAs } from '../http/openapi-components.js'
-import { ListQuery, Livemode, PrefixedId, Timestamp } from '../http/schemas.js'
+import { ListQuery, Livemode, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
 import { newId } from '../lib/ids.js'
 
 export const CONTACT_EVENT_TYPES = ['contact.created', 'contact.updated', 'contact.deleted'] as const
@@ -78,15 +78,30 @@ export const EventSchema = Type.Union([...CONTACT_EVENT_TYPES.map((type) => cont
     mapping: Object.fromEntries(EVENT_TYPES.map((type) => [type, `#/components/schemas/${componentName(type)}`])),
   },
 })
-/** GET /events: the paging parameters and an optional type. */
+/** The longest a long poll waits, in seconds (docs/pagination.md#the-events-feed). */
+export const WAIT_MAX_SECONDS = 30
+
+/** GET /events: the paging parameters, an optional type, and where and how long to wait. */
 export const ListEventsQuery = Type.Object(
   {
     ...ListQuery,
     type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))),
+    wait: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: WAIT_MAX_SECONDS,
+        description: `Seconds (0–${WAIT_MAX_SECONDS}) to wait for an event past the cursor when there is none yet; the page is answered as soon as one is committed.`,
+      }),
+    ),
+    from: Type.Optional(
+      StringEnum(['now'], {
+        description: 'Starts at the end of the feed: only events committed from now on. Not with `after`.',
+      }),
+    ),
   },
   { additionalProperties: false },
 )
-export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after'>
+export type ListEventsFilters = Omit<Static<typeof ListEventsQuery>, 'limit' | 'after' | 'wait' | 'from'>
 
 /** A new event, written around a resource as stored: its body is `prefix`, the resource, `suffix`. */
 export interface NewEvent {

@@ -34,7 +34,36 @@ export function feedFence(db: Db): RawBuilder<number> | undefined {
 /** A position as a cursor carries it: `<tx_id>:<id>`. */
 export const formatFeedPosition = ({ txId, id }: FeedPosition): string => `${txId}:${id}`
 
-const POSITION = /^(\d{1,19}):(evt_\w+)$/
+/**
+ * The id of a position between events: `evt_` sorts before every event id, so `(txId, 'evt_')`
+ * stands just before every event of `txId` and after every event of an earlier one.
+ */
+const BEFORE_IDS = 'evt_'
+
+/** Before every event: where a walk of an empty feed goes on from. */
+export const FEED_START = formatFeedPosition({ txId: 0, id: BEFORE_IDS })
+
+/**
+ * The end of the feed as it is now: after every event this query could serve, before every event it
+ * could not yet. PostgreSQL: just before the fence, whose older transactions have all ended; SQLite:
+ * past the last position taken, every one of which is committed (a reader sees no write in progress).
+ */
+export async function feedEnd(db: Db): Promise<string> {
+  if (dialectOf(db) === 'postgres') {
+    const { rows } = await sql<{
+      fence: string
+    }>`select pg_snapshot_xmin(pg_current_snapshot())::text as fence`.execute(db)
+    return formatFeedPosition({ txId: Number(rows[0]?.fence), id: BEFORE_IDS })
+  }
+  const last = await db
+    .selectFrom('event_sequence')
+    .select('last_position')
+    .where('name', '=', 'events')
+    .executeTakeFirstOrThrow()
+  return formatFeedPosition({ txId: Number(last.last_position) + 1, id: BEFORE_IDS })
+}
+
+const POSITION = /^(\d{1,19}):(evt_\w*)$/
 
 /**
  * The position a cursor names, or undefined if it names none. A cursor issued before positions

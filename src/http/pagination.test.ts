@@ -81,7 +81,8 @@ describe.each(testDialects())('cursor pagination on %s', (dialect) => {
         next_cursor: string | null
       }
       seen.push(...result.events.map((e) => e.data.object.id))
-      after = result.next_cursor
+      // The feed's cursor never ends: its end is its first page short of the limit.
+      after = result.events.length < 7 ? null : result.next_cursor
     } while (after !== null)
     expect(seen).toEqual(ids)
   })

@@ -336,7 +336,7 @@ export interface paths {
         };
         /**
          * List events
-         * @description Every contact change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs.
+         * @description Every change, in commit order: a walk that follows next_cursor sees every event once, including those committed while it runs. The cursor never ends: at the end of the feed it goes on from there; with wait=N the answer comes as soon as an event is committed.
          *
          *     **curl**
          *
@@ -3362,6 +3362,10 @@ export interface operations {
                 /** @description The next_cursor of the previous page, passed back unchanged. */
                 after?: string;
                 type?: "contact.created" | "contact.updated" | "contact.deleted" | "api_key.exposed";
+                /** @description Seconds (0–30) to wait for an event past the cursor when there is none yet; the page is answered as soon as one is committed. */
+                wait?: number;
+                /** @description Starts at the end of the feed: only events committed from now on. Not with `after`. */
+                from?: "now";
             };
             header?: never;
             path?: never;

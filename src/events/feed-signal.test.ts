@@ -1,0 +1,30 @@
+// The long polls' wake-up: a tenant's notify wakes its waiters only, a timeout or an abort ends a
+// wait, and nothing is left registered after any of them.
+import { describe, expect, it } from 'vitest'
+import { createFeedSignal } from './feed-signal.js'
+
+describe('feed signal', () => {
+  it("wakes the tenant's waiters, not another's, and forgets them", async () => {
+    const signal = createFeedSignal()
+    const never = new AbortController().signal
+    const mine = signal.next('acct_a', 5000, never)
+    const theirs = signal.next('acct_b', 50, never)
+    signal.notify('acct_a')
+    expect(await mine).toBe(true)
+    expect(await theirs).toBe(false)
+    // Nothing registered is left: a notify with no waiter is a no-op, a new wait times out.
+    signal.notify('acct_a')
+    expect(await signal.next('acct_a', 10, never)).toBe(false)
+  })
+
+  it('ends a wait when its request goes away, at once', async () => {
+    const signal = createFeedSignal()
+    const gone = new AbortController()
+    const waiting = signal.next('acct_a', 60_000, gone.signal)
+    gone.abort()
+    expect(await waiting).toBe(false)
+    const aborted = new AbortController()
+    aborted.abort()
+    expect(await signal.next('acct_a', 60_000, aborted.signal)).toBe(false)
+  })
+})

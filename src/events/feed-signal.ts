@@ -1,0 +1,61 @@
+// Wakes the long polls of GET /events?wait= when this instance commits an event of their tenant
+// (docs/api-decisions.md, "Long polls of the events feed"). An event committed by another instance,
+// or one PostgreSQL serves only once an older transaction has ended (feed-position.ts), is found by
+// the poll's own re-check.
+
+/** A long poll reads the feed again at least this often: the wait for what no signal announces. */
+export const RECHECK_MS = 1000
+
+/** After a signal whose event the feed did not serve yet, the next read comes this much sooner. */
+export const NOTIFIED_RECHECK_MS = 50
+
+export interface FeedSignal {
+  /** An event of this tenant was committed here. */
+  notify(tenantId: string): void
+  /**
+   * Resolves true when the tenant is notified, false after `ms` or once `signal` aborts, whichever
+   * comes first. Holds nothing but a timer and a listener meanwhile: no database connection.
+   */
+  next(tenantId: string, ms: number, signal: AbortSignal): Promise<boolean>
+}
+
+export function createFeedSignal(): FeedSignal {
+  const waiting = new Map<string, Set<(notified: boolean) => void>>()
+  return {
+    notify(tenantId) {
+      const wakers = waiting.get(tenantId)
+      if (wakers !== undefined) {
+        waiting.delete(tenantId)
+        for (const wake of wakers) {
+          wake(true)
+        }
+      }
+    },
+    next(tenantId, ms, signal) {
+      return new Promise((resolve) => {
+        if (signal.aborted) {
+          resolve(false)
+          return
+        }
+        const wake = (notified: boolean) => {
+          clearTimeout(timer)
+          signal.removeEventListener('abort', onAbort)
+          waiting.get(tenantId)?.delete(wake)
+          if (waiting.get(tenantId)?.size === 0) {
+            waiting.delete(tenantId)
+          }
+          resolve(notified)
+        }
+        const onAbort = () => wake(false)
+        const timer = setTimeout(() => wake(false), ms)
+        signal.addEventListener('abort', onAbort, { once: true })
+        let wakers = waiting.get(tenantId)
+        if (wakers === undefined) {
+          wakers = new Set()
+          waiting.set(tenantId, wakers)
+        }
+        wakers.add(wake)
+      })
+    },
+  }
+}
