@@ -8,8 +8,8 @@ import {
 } from './conditional.js'
 import { ApiError } from './errors.js'
 import { DEFAULT_RETRY, type FetchLike, type RetryOptions, retryingFetch } from './fetch.js'
+import { type EventFollower, type FollowOptions, followEvents } from './follow.js'
 import type { paths } from './schema.js'
-import { USER_AGENT } from './version.js'
 import {
   type Account,
   type Contact,
@@ -38,6 +38,7 @@ import {
   type WebhookEndpointPatch,
   type WebhookEndpointWithSecret,
 } from './types.js'
+import { USER_AGENT } from './version.js'
 
 export interface ClientOptions {
   /** Where the API is served, e.g. `https://contacts.example.com` (a trailing `/api/v1` is accepted too). */
@@ -70,20 +71,25 @@ export interface RequestOptions {
 type Paged<K extends string, T> = { [key in K]: T[] } & { next_cursor: string | null }
 
 /** Every item of every page, fetching the next page only when the previous one is used up. */
-async function* walk<K extends string, T, Q extends { after?: string }>(
+async function* walk<K extends string, T, Q extends { after?: string; limit?: number }>(
   list: (query: Q) => Promise<Paged<K, T>>,
   key: K,
   query: Q,
+  feed = false,
 ): AsyncGenerator<T, void, undefined> {
   let page = await list(query)
   for (;;) {
     yield* page[key]
-    if (page.next_cursor === null) {
+    // The events feed's cursor never ends: its end, for now, is a page short of the limit.
+    if (page.next_cursor === null || (feed && page[key].length < (query.limit ?? DEFAULT_LIMIT))) {
       return
     }
     page = await list({ ...query, after: page.next_cursor })
   }
 }
+
+/** The server's page size when a query gives no `limit`. */
+const DEFAULT_LIMIT = 50
 
 type Result<T> = { data?: T; error?: unknown; response: Response }
 
@@ -236,7 +242,13 @@ export function createClient(options: ClientOptions) {
     list: (query?: ListEventsQuery, init?: RequestOptions): Promise<EventPage> =>
       ok(api.GET('/api/v1/events', { params: { query: exactQuery<'listEvents'>(query) }, ...init })),
     all: (query: Omit<ListEventsQuery, 'after'> = {}): AsyncGenerator<Event, void, undefined> =>
-      walk((q: ListEventsQuery) => events.list(q), 'events', query as ListEventsQuery),
+      walk((q: ListEventsQuery) => events.list(q), 'events', query as ListEventsQuery, true),
+    /**
+     * Every event from a stored cursor (`after`) or from now, forever: long-polls at the end of the
+     * feed. `.cursor` is where to resume; `signal` or `break` ends it.
+     */
+    follow: (options?: FollowOptions): EventFollower =>
+      followEvents((query, init) => events.list(query, init), options),
     get: (id: string, init?: RequestOptions): Promise<Event> =>
       ok(api.GET('/api/v1/events/{id}', { params: { path: { id } }, ...init })),
   }

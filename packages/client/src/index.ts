@@ -14,9 +14,9 @@ export {
   type Modified,
   type NotModified,
 } from './conditional.js'
-export { USER_AGENT, VERSION } from './version.js'
 export { ApiError, type FieldError, type Problem } from './errors.js'
 export type { FetchLike } from './fetch.js'
+export type { EventFollower, FollowOptions } from './follow.js'
 export type { components, operations, paths, webhooks } from './schema.js'
 export type {
   Account,
@@ -48,6 +48,7 @@ export type {
   WebhookEndpointWithSecret,
   WebhookEvent,
 } from './types.js'
+export { USER_AGENT, VERSION } from './version.js'
 export {
   type VerifyWebhookOptions,
   verifyWebhook,

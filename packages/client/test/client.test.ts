@@ -365,9 +365,49 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
   })
 
   it('sends the version of its package in its User-Agent', () => {
-    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }
+    const manifest = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as {
+      version: string
+    }
     expect(VERSION).toBe(manifest.version)
     expect(USER_AGENT).toBe(`contacts-api-client/${manifest.version}`)
+  })
+
+  it('follows the events feed from now, long-polling at its end, and resumes from its cursor', async () => {
+    const owner = await t.createAccount('Follower')
+    const sdk = createClient({ baseUrl: base, apiKey: owner.key, retryBaseDelayMs: 10 })
+    await sdk.contacts.create({ first_name: 'Before' })
+    const stop = new AbortController()
+    const follower = sdk.events.follow({ limit: 2, wait: 5, signal: stop.signal })
+    const seen: string[] = []
+    const reading = (async () => {
+      for await (const event of follower) {
+        seen.push((event.data.object as { first_name: string }).first_name)
+        if (seen.length === 3) {
+          break
+        }
+      }
+    })()
+    // Created while the follower waits at the end of the feed (the first request took from=now).
+    await new Promise((resolve) => setTimeout(resolve, 200))
+    for (const first_name of ['One', 'Two', 'Three']) {
+      await sdk.contacts.create({ first_name })
+    }
+    await reading
+    expect(seen).toEqual(['One', 'Two', 'Three'])
+    const stored = follower.cursor
+    expect(stored).toEqual(expect.any(String))
+    // Resumed later from the stored cursor: what came after its last whole page, nothing before.
+    await sdk.contacts.create({ first_name: 'Four' })
+    const resumed = sdk.events.follow({ after: stored, wait: 1 })
+    const nameOf = (event: Event) => (event.data.object as { first_name?: string }).first_name
+    const names = [nameOf((await resumed.next()).value as Event)]
+    if (names[0] !== 'Four') {
+      names.push(nameOf((await resumed.next()).value as Event))
+    }
+    expect(names.at(-1)).toBe('Four')
+    expect(names).not.toContain('Before')
+    await resumed.return?.(undefined)
+    stop.abort()
   })
 
   it('manages webhook endpoints and lists their deliveries', async () => {
