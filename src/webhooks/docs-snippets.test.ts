@@ -93,7 +93,7 @@ describe('docs/webhooks.md: the standardwebhooks receiver', () => {
     const port = await freePort()
     url = `http://127.0.0.1:${port}/hooks`
     receiver = spawn(process.execPath, [file], {
-      env: { PATH: process.env.PATH, WEBHOOK_SECRET: secret, PORT: String(port) },
+      env: { PATH: process.env.PATH, WEBHOOK_SECRET: secret, RECEIVER_PORT: String(port) },
       stdio: ['ignore', 'pipe', 'inherit'],
     })
     receiver.stdout?.on('data', (chunk: Buffer) => {
