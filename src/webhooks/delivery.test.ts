@@ -1,6 +1,7 @@
 // The delivery engine end to end on every dialect: contacts written through the API, delivered by
 // the worker to real local receivers, verified with the standardwebhooks package (a verifier
 // nobody here wrote). Retries run on a manual clock: the test moves time, the worker follows.
+import { readFileSync } from 'node:fs'
 import { Webhook } from 'standardwebhooks'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
@@ -18,6 +19,11 @@ import { createEndpoint, retryEndpointDelivery, rollSecret, sendTestEvent } from
 import type { CreateEndpointInput } from './endpoints.js'
 import { encryptSecret, webhookSecretKey } from './secrets.js'
 import type { WebhookDeliveriesTable } from './webhooks.table.js'
+
+/** The service's version as package.json gives it: deliveries name it in their User-Agent. */
+const manifestVersion = (
+  JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }
+).version
 
 const SCHEDULE = [5, 300]
 
@@ -150,6 +156,8 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
       const verified = new Webhook(secret).verify(delivery.body, delivery.headers as Record<string, string>)
       expect(verified).toEqual({ type: event?.type, timestamp: event?.created_at, livemode: true, data: event?.data })
       expect(delivery.headers['content-type']).toBe('application/json')
+      expect(delivery.headers['user-agent']).toBe(`ContactsAPI-Webhooks/${manifestVersion}`)
+      expect(delivery.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)
       expect(delivery.path).toBe('/hooks')
     }
     const rows = await until(

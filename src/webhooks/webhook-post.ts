@@ -1,8 +1,19 @@
 // One webhook delivery attempt over the network: to a checked address only, one timeout, no redirects, 1 KB read.
+import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction, Socket } from 'node:net'
+import { SERVICE_VERSION } from '../lib/version.js'
 import { type Resolver, resolveWebhookTarget, type WebhookTarget, type WebhookTargetFailure } from './webhook-url.js'
+
+/** Who is calling, for a receiver's logs and firewall rules (docs/webhooks.md). */
+export const WEBHOOK_USER_AGENT = `ContactsAPI-Webhooks/${SERVICE_VERSION}`
+
+/**
+ * A W3C traceparent per attempt, so a receiver's tracing can tie its work to the call; not sampled
+ * (flags 00) while the service records no traces of its own.
+ */
+const newTraceparent = (): string => `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`
 
 export type WebhookPost = {
   url: string | URL
@@ -138,7 +149,12 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
           port: url.port === '' ? undefined : Number(url.port),
           path: `${url.pathname}${url.search}`,
           method: 'POST',
-          headers: { ...post.headers, 'content-length': String(Buffer.byteLength(post.body)) },
+          headers: {
+            ...post.headers,
+            'content-length': String(Buffer.byteLength(post.body)),
+            'user-agent': WEBHOOK_USER_AGENT,
+            traceparent: newTraceparent(),
+          },
           agent: post.connections ? post.connections.agentFor(target) : false,
           lookup,
         })
