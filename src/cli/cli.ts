@@ -1,4 +1,4 @@
-// The contacts-api command line: serve, worker, migrate, accounts, keys and scan. Exit 2 on bad arguments.
+// The contacts-api command line: serve, worker, migrate, accounts, keys, scan, listen and trigger. Exit 2 on bad arguments.
 import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
@@ -20,6 +20,7 @@ import { startServer } from '../server.js'
 import { ID_ARGUMENT_MAX, noExtra, parseRfc3339, requireText, UsageError } from './arguments.js'
 import { cliCommandLine } from './command-line.js'
 import { type CliIo, processIo } from './io.js'
+import { runListen, runUntilInterrupted } from './listen.js'
 import { runScan } from './scan.js'
 
 const USAGE = `Usage: contacts-api <command> [options]
@@ -35,6 +36,8 @@ const USAGE = `Usage: contacts-api <command> [options]
   keys revoke KEY_ID
   keys report-leak SECRET                 a key found in public: revoked (SECRET_SCANNING_ACTION=notify: flagged)
   scan [--prefix P] [PATH...]             report API keys in files, redacted; exit 1 if any (scan --help)
+  listen --forward-to URL [--events T]    forward the account's events to a local URL, signed (listen --help)
+  trigger EVENT_TYPE                      make sample test-mode data that fires the event
 
   --json    print one JSON object instead of text
   Configuration comes from the environment (see README: DATABASE_URL, SECRET, ...).`
@@ -56,6 +59,10 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
   // Before the configuration is loaded: scan needs no database and runs in other repositories' hooks.
   if (argv[0] === 'scan') {
     return runScan(argv.slice(1), env, io)
+  }
+  // Clients of a running API: no configuration, no database.
+  if (argv[0] === 'listen' || argv[0] === 'trigger') {
+    return runUntilInterrupted((stop) => runListen(argv[0] as 'listen' | 'trigger', argv.slice(1), env, io, stop))
   }
   let config: Config
   let command: Prepared
