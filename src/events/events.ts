@@ -88,6 +88,7 @@ export const ListEventsQuery = Type.Object(
     type: Type.Optional(Type.Union(EVENT_TYPES.map((t) => Type.Literal(t)))),
     wait: Type.Optional(
       Type.Integer({
+        format: 'int32',
         minimum: 0,
         maximum: WAIT_MAX_SECONDS,
         description: `Seconds (0–${WAIT_MAX_SECONDS}) to wait for an event past the cursor when there is none yet; the page is answered as soon as one is committed.`,
