@@ -224,8 +224,11 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await page.getByText('shown only this once').waitFor()
       const key = await page.getByLabel('API key').inputValue()
       await page.getByRole('link', { name: /back to API keys/ }).click()
+      await page.waitForURL(`${e.base}/app/${accountId}/settings/api`)
       await fits('keys table')
       await page.getByRole('link', { name: /^Revoke…/ }).click()
+      // The click only starts the navigation: measure the revoke page, not the one being left.
+      await page.getByRole('button', { name: 'Revoke key' }).waitFor()
       await fits('revoke page')
 
       await page.goto(`${e.base}/app/${accountId}/settings/api/webhooks`)
@@ -234,6 +237,7 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await page.getByRole('button', { name: 'Add endpoint' }).click()
       await page.getByText('shown only this once').waitFor()
       await page.getByRole('link', { name: /go to the endpoint/ }).click()
+      await page.getByRole('button', { name: 'Send test event' }).waitFor()
       await fits('endpoint')
       await page.getByRole('button', { name: 'Send test event' }).click()
       await page.getByText('A webhook.test event is queued').waitFor()
@@ -253,6 +257,7 @@ describe.skipIf(!browserAvailable())('every page at desktop and phone widths', (
       await page.goto(`${e.base}/app/${accountId}/contacts/${id}`)
       await fits('contact')
       await page.getByRole('link', { name: 'Delete contact…' }).click()
+      await page.waitForURL(`${e.base}/app/${accountId}/contacts/${id}/delete`)
       await fits('delete contact')
     }, 120_000)
   }
