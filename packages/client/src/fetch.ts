@@ -1,10 +1,10 @@
 // The fetch every request goes through: an Idempotency-Key on each POST, and retries of 429, 503,
-// a 409 `idempotency_key_in_use` and network errors, with exponential backoff and full jitter that
-// honours Retry-After. A retried POST sends the same key, so the server does the work at most once.
+// a 409 `idempotency_key_in_use` and network errors, with exponential backoff and full jitter on top
+// of Retry-After. A retried POST sends the same key, so the server does the work at most once.
 import { retryAfterSeconds } from './errors.js'
 
 export interface RetryOptions {
-  /** Retries after the first attempt (default 3; 0 turns retrying off). */
+  /** Retries after the first attempt (default 8: rides out more than 10 s of 429s; 0 turns retrying off). */
   maxRetries: number
   /** The first backoff's upper bound in ms, doubled on each retry (default 500). */
   baseDelayMs: number
@@ -12,7 +12,7 @@ export interface RetryOptions {
   maxDelayMs: number
 }
 
-export const DEFAULT_RETRY: RetryOptions = { maxRetries: 3, baseDelayMs: 500, maxDelayMs: 30_000 }
+export const DEFAULT_RETRY: RetryOptions = { maxRetries: 8, baseDelayMs: 500, maxDelayMs: 30_000 }
 
 export type FetchLike = (request: Request) => Promise<Response>
 
@@ -87,9 +87,9 @@ export function backoff(retry: number, options: RetryOptions, random = Math.rand
 }
 
 /**
- * How long to wait before the next attempt: at least `Retry-After` when the server sent it (plus up
- * to a quarter of the base delay of jitter, so clients told the same second do not return at once),
- * else the jittered backoff; undefined when `Retry-After` exceeds maxDelayMs.
+ * How long to wait before the next attempt: `Retry-After` when the server sent it plus the jittered
+ * backoff on top (callers told the same second spread over a window that doubles with each retry,
+ * instead of colliding again), else the backoff alone; undefined when `Retry-After` exceeds maxDelayMs.
  */
 export function waitBeforeRetry(
   response: Response,
@@ -105,7 +105,7 @@ export function waitBeforeRetry(
   if (ms > options.maxDelayMs) {
     return undefined
   }
-  return ms + Math.round(random() * (options.baseDelayMs / 4))
+  return ms + backoff(retry, options, random)
 }
 
 /** fetch rejects with a TypeError when the connection fails (refused, reset, DNS); an abort is not one. */

@@ -475,6 +475,21 @@ describe.each(testDialects())('SDK retries a 429 on %s', (dialect) => {
     expect(keys.size).toBe(1)
   })
 
+  it('a burst of 30 parallel calls against a limit of 5 a second all succeed with the defaults', async () => {
+    const burst = await createTestHarness({ dialect, env: { RATE_LIMIT_PER_SECOND: '5', RATE_LIMIT_BURST: '5' } })
+    try {
+      const owner = await burst.createAccount('Burst')
+      const recorder = recordingFetch()
+      const sdk = createClient({ baseUrl: await listen(burst), apiKey: owner.key, fetch: recorder.fetch })
+      const results = await Promise.allSettled(Array.from({ length: 30 }, () => sdk.me()))
+      expect(results.filter((r) => r.status === 'rejected')).toEqual([])
+      // Not by luck of timing: the limit refused many attempts, and the retries got through.
+      expect(recorder.statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(20)
+    } finally {
+      await burst.close()
+    }
+  }, 40_000)
+
   it('with retries off, throws rate_limited with the Retry-After', async () => {
     const sdk = createClient({ baseUrl: base, apiKey: acme.key, maxRetries: 0 })
     const errors = await Promise.all([sdk.me(), sdk.me(), sdk.me(), sdk.me()].map((p) => p.catch((e: unknown) => e)))

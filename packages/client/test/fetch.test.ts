@@ -11,12 +11,15 @@ describe('retry policy', () => {
     expect([0, 1, 2, 3].map((retry) => backoff(retry, options, () => 1))).toEqual([100, 200, 400, 800])
     expect(backoff(10, options, () => 1)).toBe(5_000)
     expect(backoff(3, options, () => 0)).toBe(0)
-    expect(DEFAULT_RETRY).toEqual({ maxRetries: 3, baseDelayMs: 500, maxDelayMs: 30_000 })
+    expect(DEFAULT_RETRY).toEqual({ maxRetries: 8, baseDelayMs: 500, maxDelayMs: 30_000 })
   })
 
-  it('waits at least Retry-After (seconds or an HTTP date), and not at all beyond maxDelayMs', () => {
+  it('waits Retry-After (seconds or an HTTP date) plus the full-jitter backoff, not at all beyond maxDelayMs', () => {
     expect(waitBeforeRetry(answer(429, { 'retry-after': '2' }), 0, options, () => 0)).toBe(2_000)
-    expect(waitBeforeRetry(answer(429, { 'retry-after': '2' }), 0, options, () => 1)).toBe(2_025)
+    expect(waitBeforeRetry(answer(429, { 'retry-after': '2' }), 0, options, () => 1)).toBe(2_100)
+    // The window on top of Retry-After doubles with each retry: callers told the same second spread out.
+    expect(waitBeforeRetry(answer(429, { 'retry-after': '1' }), 3, options, () => 1)).toBe(1_800)
+    expect(waitBeforeRetry(answer(429, { 'retry-after': '1' }), 3, options, () => 0.5)).toBe(1_400)
     expect(waitBeforeRetry(answer(503, { 'retry-after': '60' }), 0, options)).toBeUndefined()
     expect(waitBeforeRetry(answer(503), 1, options, () => 1)).toBe(200)
     const now = Date.parse('2026-11-24T12:00:00Z')
