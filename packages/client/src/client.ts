@@ -9,6 +9,7 @@ import {
 import { ApiError } from './errors.js'
 import { DEFAULT_RETRY, type FetchLike, type RetryOptions, retryingFetch } from './fetch.js'
 import { type EventFollower, type FollowOptions, followEvents } from './follow.js'
+import { rememberResponse } from './last-response.js'
 import type { paths } from './schema.js'
 import {
   type Account,
@@ -93,13 +94,13 @@ const DEFAULT_LIMIT = 50
 
 type Result<T> = { data?: T; error?: unknown; response: Response }
 
-/** The body of a successful response, or ApiError. */
+/** The body of a successful response, with the response beside it (lastResponseOf), or ApiError. */
 async function ok<T>(call: Result<T> | Promise<Result<T>>): Promise<T> {
   const { data, error, response } = await call
   if (!response.ok) {
     throw ApiError.from(response, error)
   }
-  return data as T
+  return rememberResponse(data as T, response)
 }
 
 /** As ok, remembering the response's ETag for etagOf. */

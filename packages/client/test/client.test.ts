@@ -18,6 +18,7 @@ import {
   type Event,
   etagOf,
   type FetchLike,
+  lastResponseOf,
   USER_AGENT,
   VERSION,
 } from '../src/index.js'
@@ -157,6 +158,25 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
     }
     expect(events.filter((e) => e.type === 'contact.created').length).toBeGreaterThanOrEqual(7)
     expect(await sdk.events.get(events[0]?.id ?? '')).toEqual(events[0])
+  })
+
+  it('puts the response beside each result: status, headers, Request-Id, replayed', async () => {
+    const sdk = client()
+    const created = await sdk.contacts.create({ email: 'answer@example.com' }, { idempotencyKey: 'answer-1' })
+    const first = lastResponseOf(created)
+    expect(first).toMatchObject({ statusCode: 201, idempotentReplayed: false })
+    expect(first?.requestId).toMatch(/^req_/)
+    expect(first?.requestId).toBe(first?.headers.get('request-id'))
+    // Beside the object, not in it: the contact is exactly the API's JSON.
+    expect(Object.keys(created)).not.toContain('lastResponse')
+    expect(JSON.stringify(created)).not.toContain('lastResponse')
+    const replay = await sdk.contacts.create({ email: 'answer@example.com' }, { idempotencyKey: 'answer-1' })
+    expect(lastResponseOf(replay)).toMatchObject({ statusCode: 201, idempotentReplayed: true })
+    expect(lastResponseOf(replay)?.requestId).not.toBe(first?.requestId)
+    const page = await sdk.contacts.list({ limit: 1 })
+    expect(lastResponseOf(page)?.statusCode).toBe(200)
+    expect(lastResponseOf(page)?.headers.get('content-type')).toContain('application/json')
+    expect(((await sdk.me()) as unknown as { lastResponse: { statusCode: number } }).lastResponse.statusCode).toBe(200)
   })
 
   it('sends an Idempotency-Key on every POST: the server replays the answer to the same key', async () => {
