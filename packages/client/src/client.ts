@@ -7,9 +7,16 @@ import {
   rememberEtag,
 } from './conditional.js'
 import { ApiError } from './errors.js'
-import { DEFAULT_RETRY, type FetchLike, type RetryOptions, retryingFetch } from './fetch.js'
+import {
+  type AttemptInfo,
+  DEFAULT_RETRY,
+  type FetchLike,
+  type RetryInfo,
+  type RetryOptions,
+  retryingFetch,
+} from './fetch.js'
 import { type EventFollower, type FollowOptions, followEvents } from './follow.js'
-import { rememberResponse } from './last-response.js'
+import { describeResponse, itemsOf, type WithLastResponse, withLastResponse } from './last-response.js'
 import type { paths } from './schema.js'
 import {
   type Account,
@@ -46,12 +53,20 @@ export interface ClientOptions {
   baseUrl: string
   /** The account's API key (`…_live_…`, or `…_test_…` for its test mode). Keep it on the server: never ship it to a browser. */
   apiKey: string
-  /** Retries after the first attempt of a 429, 503 or network error (default 3; 0 turns retries off). */
+  /**
+   * Retries after the first attempt of a 429, 503, 409 `idempotency_key_in_use` or network error
+   * (default 8: each waits Retry-After, at least 1 s on a 429, plus the jitter, so a burst is ridden
+   * out for well over 10 s; 0 turns retries off).
+   */
   maxRetries?: number
   /** The first backoff's upper bound in ms, doubled per retry, full jitter (default 500). */
   retryBaseDelayMs?: number
   /** The longest wait between attempts in ms (default 30 000); a longer Retry-After is not waited for. */
   maxRetryDelayMs?: number
+  /** Called before each attempt (1 for the first, 2 for the first retry, …): method, URL, attempt. */
+  onRequest?: (info: AttemptInfo) => void
+  /** Called before each retry's wait: the attempt to come, the wait in ms, and why (status or network error). */
+  onRetry?: (info: RetryInfo) => void
   /** The fetch to send requests with (default: the global fetch). */
   fetch?: FetchLike
   /** Extra headers on every request (a `user-agent` here replaces the client's own). */
@@ -73,14 +88,14 @@ type Paged<K extends string, T> = { [key in K]: T[] } & { next_cursor: string | 
 
 /** Every item of every page, fetching the next page only when the previous one is used up. */
 async function* walk<K extends string, T, Q extends { after?: string; limit?: number }>(
-  list: (query: Q) => Promise<Paged<K, T>>,
+  list: (query: Q) => Promise<WithLastResponse<Paged<K, T>>>,
   key: K,
   query: Q,
   feed = false,
-): AsyncGenerator<T, void, undefined> {
+): AsyncGenerator<WithLastResponse<T>, void, undefined> {
   let page = await list(query)
   for (;;) {
-    yield* page[key]
+    yield* itemsOf(page[key], page)
     // The events feed's cursor never ends: its end, for now, is a page short of the limit.
     if (page.next_cursor === null || (feed && page[key].length < (query.limit ?? DEFAULT_LIMIT))) {
       return
@@ -94,17 +109,17 @@ const DEFAULT_LIMIT = 50
 
 type Result<T> = { data?: T; error?: unknown; response: Response }
 
-/** The body of a successful response, with the response beside it (lastResponseOf), or ApiError. */
-async function ok<T>(call: Result<T> | Promise<Result<T>>): Promise<T> {
+/** The body of a successful response, with the response beside it as `lastResponse`, or ApiError. */
+async function ok<T>(call: Result<T> | Promise<Result<T>>): Promise<WithLastResponse<T>> {
   const { data, error, response } = await call
   if (!response.ok) {
     throw ApiError.from(response, error)
   }
-  return rememberResponse(data as T, response)
+  return withLastResponse(data as T, describeResponse(response))
 }
 
 /** As ok, remembering the response's ETag for etagOf. */
-async function tagged<T>(call: Result<T> | Promise<Result<T>>): Promise<T> {
+async function tagged<T>(call: Result<T> | Promise<Result<T>>): Promise<WithLastResponse<T>> {
   const result = await call
   return rememberEtag(await ok(result), result.response)
 }
@@ -114,9 +129,11 @@ async function conditional<T>(call: Promise<Result<T>>): Promise<Conditional<T>>
   const result = await call
   const etag = result.response.headers.get('etag') ?? undefined
   if (result.response.status === 304) {
-    return { notModified: true, etag }
+    // No body to carry the answer: the `{ notModified }` object carries it.
+    return withLastResponse({ notModified: true, etag }, describeResponse(result.response))
   }
-  return { notModified: false, etag, data: await tagged(result) }
+  const data = await tagged(result)
+  return withLastResponse({ notModified: false, etag, data }, data.lastResponse)
 }
 
 /** A read without `ifNoneMatch`: the plain answer (so a ConditionalReadOptions never picks this overload). */
@@ -155,7 +172,8 @@ export function createClient(options: ClientOptions) {
   const api: Client<paths> = createFetchClient<paths>({
     baseUrl: options.baseUrl.replace(/\/+$/, '').replace(/\/api\/v1$/, ''),
     headers: { ...userAgentUnless(options.headers), ...options.headers, authorization: `Bearer ${options.apiKey}` },
-    fetch: retryingFetch(inner, retry),
+    // The hooks see the method and URL, never the headers: the key stays out of integrators' logs.
+    fetch: retryingFetch(inner, retry, undefined, { onRequest: options.onRequest, onRetry: options.onRetry }),
   })
 
   /**
@@ -167,11 +185,11 @@ export function createClient(options: ClientOptions) {
     query: ListContactsQuery | undefined,
     init: ConditionalReadOptions,
   ): Promise<Conditional<ContactPage>>
-  function listContacts(query?: ListContactsQuery, init?: PlainRead): Promise<ContactPage>
+  function listContacts(query?: ListContactsQuery, init?: PlainRead): Promise<WithLastResponse<ContactPage>>
   function listContacts(
     query?: ListContactsQuery,
     init?: RequestOptions | ConditionalReadOptions,
-  ): Promise<ContactPage | Conditional<ContactPage>> {
+  ): Promise<WithLastResponse<ContactPage> | Conditional<ContactPage>> {
     const call = api.GET('/api/v1/contacts', {
       params: { query: exactQuery<'listContacts'>(query), ...ifNoneMatchHeader(init) },
       ...signalOf(init),
@@ -181,11 +199,11 @@ export function createClient(options: ClientOptions) {
 
   /** A contact. With `{ ifNoneMatch }` (the `etagOf` your copy): `{ notModified: true }` while it is unchanged. */
   function getContact(id: string, init: ConditionalReadOptions): Promise<Conditional<Contact>>
-  function getContact(id: string, init?: PlainRead): Promise<Contact>
+  function getContact(id: string, init?: PlainRead): Promise<WithLastResponse<Contact>>
   function getContact(
     id: string,
     init?: RequestOptions | ConditionalReadOptions,
-  ): Promise<Contact | Conditional<Contact>> {
+  ): Promise<WithLastResponse<Contact> | Conditional<Contact>> {
     const call = api.GET('/api/v1/contacts/{id}', {
       params: { path: { id }, ...ifNoneMatchHeader(init) },
       ...signalOf(init),
@@ -196,23 +214,26 @@ export function createClient(options: ClientOptions) {
   const contacts = {
     list: listContacts,
     /** Every contact matching the filters, page after page: `for await (const contact of client.contacts.all({ tag }))`. */
-    all: (query: Omit<ListContactsQuery, 'after'> = {}): AsyncGenerator<Contact, void, undefined> =>
+    all: (query: Omit<ListContactsQuery, 'after'> = {}): AsyncGenerator<WithLastResponse<Contact>, void, undefined> =>
       walk((q: ListContactsQuery) => contacts.list(q), 'contacts', query as ListContactsQuery),
     get: getContact,
     /** 201 with the contact; ApiError `contact_exists` (409, `problem.existing_id`) when the email is taken. */
-    create: (input: ContactInput, init?: WriteOptions): Promise<Contact> =>
+    create: (input: ContactInput, init?: WriteOptions): Promise<WithLastResponse<Contact>> =>
       tagged(api.POST('/api/v1/contacts', { body: input, ...writeInit(init) })),
     /** By email: creates the contact or updates it (`created` tells which). */
-    upsert: async (input: ContactUpsertInput, init?: WriteOptions): Promise<{ contact: Contact; created: boolean }> => {
+    upsert: async (
+      input: ContactUpsertInput,
+      init?: WriteOptions,
+    ): Promise<WithLastResponse<{ contact: WithLastResponse<Contact>; created: boolean }>> => {
       const result = await api.POST('/api/v1/contacts/upsert', { body: input, ...writeInit(init) })
       const contact = await tagged<Contact>(result as Result<Contact>)
-      return { contact, created: result.response.status === 201 }
+      return withLastResponse({ contact, created: result.response.status === 201 }, contact.lastResponse)
     },
     /**
      * Merge semantics: an absent field is unchanged, `null` clears it, `custom_fields` merge per key.
      * With `{ ifMatch: etagOf(contact) }`: only if nobody changed it since (else ApiError `precondition_failed`).
      */
-    update: (id: string, patch: ContactPatch, init?: ConditionalWriteOptions): Promise<Contact> =>
+    update: (id: string, patch: ContactPatch, init?: ConditionalWriteOptions): Promise<WithLastResponse<Contact>> =>
       tagged(
         api.PATCH('/api/v1/contacts/{id}', {
           params: { path: { id }, ...ifMatchHeader(init) },
@@ -234,15 +255,15 @@ export function createClient(options: ClientOptions) {
      * answers `operations[i]`: `status` 201/200 with `contact`, 204, or a 4xx with `problem`; one
      * refused operation never fails the others. Retried safely: one Idempotency-Key covers the batch.
      */
-    batch: (batch: ContactBatch, init?: WriteOptions): Promise<ContactBatchResults> =>
+    batch: (batch: ContactBatch, init?: WriteOptions): Promise<WithLastResponse<ContactBatchResults>> =>
       ok(api.POST('/api/v1/contacts/batch', { body: batch, ...writeInit(init) })),
   }
 
   const events = {
     /** One page of events, in commit order. */
-    list: (query?: ListEventsQuery, init?: RequestOptions): Promise<EventPage> =>
+    list: (query?: ListEventsQuery, init?: RequestOptions): Promise<WithLastResponse<EventPage>> =>
       ok(api.GET('/api/v1/events', { params: { query: exactQuery<'listEvents'>(query) }, ...init })),
-    all: (query: Omit<ListEventsQuery, 'after'> = {}): AsyncGenerator<Event, void, undefined> =>
+    all: (query: Omit<ListEventsQuery, 'after'> = {}): AsyncGenerator<WithLastResponse<Event>, void, undefined> =>
       walk((q: ListEventsQuery) => events.list(q), 'events', query as ListEventsQuery, true),
     /**
      * Every event from a stored cursor (`after`) or from now, forever: long-polls at the end of the
@@ -250,7 +271,7 @@ export function createClient(options: ClientOptions) {
      */
     follow: (options?: FollowOptions): EventFollower =>
       followEvents((query, init) => events.list(query, init), options),
-    get: (id: string, init?: RequestOptions): Promise<Event> =>
+    get: (id: string, init?: RequestOptions): Promise<WithLastResponse<Event>> =>
       ok(api.GET('/api/v1/events/{id}', { params: { path: { id } }, ...init })),
   }
 
@@ -259,7 +280,7 @@ export function createClient(options: ClientOptions) {
       endpointId: string,
       query?: ListWebhookDeliveriesQuery,
       init?: RequestOptions,
-    ): Promise<WebhookDeliveryPage> =>
+    ): Promise<WithLastResponse<WebhookDeliveryPage>> =>
       ok(
         api.GET('/api/v1/webhook_endpoints/{id}/deliveries', {
           params: { path: { id: endpointId }, query: exactQuery<'listWebhookDeliveries'>(query) },
@@ -269,13 +290,13 @@ export function createClient(options: ClientOptions) {
     all: (
       endpointId: string,
       query: Omit<ListWebhookDeliveriesQuery, 'after'> = {},
-    ): AsyncGenerator<WebhookDelivery, void, undefined> =>
+    ): AsyncGenerator<WithLastResponse<WebhookDelivery>, void, undefined> =>
       walk(
         (q: ListWebhookDeliveriesQuery) => deliveries.list(endpointId, q),
         'deliveries',
         query as ListWebhookDeliveriesQuery,
       ),
-    get: (endpointId: string, deliveryId: string, init?: RequestOptions): Promise<WebhookDelivery> =>
+    get: (endpointId: string, deliveryId: string, init?: RequestOptions): Promise<WithLastResponse<WebhookDelivery>> =>
       ok(
         api.GET('/api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}', {
           params: { path: { id: endpointId, delivery_id: deliveryId } },
@@ -283,7 +304,7 @@ export function createClient(options: ClientOptions) {
         }),
       ),
     /** 202: one more attempt, now. */
-    retry: (endpointId: string, deliveryId: string, init?: WriteOptions): Promise<WebhookDelivery> =>
+    retry: (endpointId: string, deliveryId: string, init?: WriteOptions): Promise<WithLastResponse<WebhookDelivery>> =>
       ok(
         api.POST('/api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry', {
           params: { path: { id: endpointId, delivery_id: deliveryId } },
@@ -294,31 +315,41 @@ export function createClient(options: ClientOptions) {
   }
 
   const webhookEndpoints = {
-    list: (query?: ListWebhookEndpointsQuery, init?: RequestOptions): Promise<WebhookEndpointPage> =>
+    list: (query?: ListWebhookEndpointsQuery, init?: RequestOptions): Promise<WithLastResponse<WebhookEndpointPage>> =>
       ok(
         api.GET('/api/v1/webhook_endpoints', {
           params: { query: exactQuery<'listWebhookEndpoints'>(query) },
           ...init,
         }),
       ),
-    all: (query: Omit<ListWebhookEndpointsQuery, 'after'> = {}): AsyncGenerator<WebhookEndpoint, void, undefined> =>
+    all: (
+      query: Omit<ListWebhookEndpointsQuery, 'after'> = {},
+    ): AsyncGenerator<WithLastResponse<WebhookEndpoint>, void, undefined> =>
       walk(
         (q: ListWebhookEndpointsQuery) => webhookEndpoints.list(q),
         'webhook_endpoints',
         query as ListWebhookEndpointsQuery,
       ),
-    get: (id: string, init?: RequestOptions): Promise<WebhookEndpoint> =>
+    get: (id: string, init?: RequestOptions): Promise<WithLastResponse<WebhookEndpoint>> =>
       ok(api.GET('/api/v1/webhook_endpoints/{id}', { params: { path: { id } }, ...init })),
     /** The answer holds the signing secret (`whsec_…`): the only time the API shows it. */
-    create: (input: WebhookEndpointInput, init?: WriteOptions): Promise<WebhookEndpointWithSecret> =>
+    create: (input: WebhookEndpointInput, init?: WriteOptions): Promise<WithLastResponse<WebhookEndpointWithSecret>> =>
       ok(api.POST('/api/v1/webhook_endpoints', { body: input, ...writeInit(init) })),
-    update: (id: string, patch: WebhookEndpointPatch, init?: RequestOptions): Promise<WebhookEndpoint> =>
+    update: (
+      id: string,
+      patch: WebhookEndpointPatch,
+      init?: RequestOptions,
+    ): Promise<WithLastResponse<WebhookEndpoint>> =>
       ok(api.PATCH('/api/v1/webhook_endpoints/{id}', { params: { path: { id } }, body: patch, ...init })),
     delete: async (id: string, init?: RequestOptions): Promise<void> => {
       await ok(api.DELETE('/api/v1/webhook_endpoints/{id}', { params: { path: { id } }, ...init }))
     },
     /** A new signing secret; the old one keeps signing for `expire_old_in_seconds` (default 86 400). */
-    rollSecret: (id: string, input: RollSecretInput = {}, init?: WriteOptions): Promise<WebhookEndpointWithSecret> =>
+    rollSecret: (
+      id: string,
+      input: RollSecretInput = {},
+      init?: WriteOptions,
+    ): Promise<WithLastResponse<WebhookEndpointWithSecret>> =>
       ok(
         api.POST('/api/v1/webhook_endpoints/{id}/roll_secret', {
           params: { path: { id } },
@@ -327,30 +358,35 @@ export function createClient(options: ClientOptions) {
         }),
       ),
     /** 202: sends a `webhook.test` event to the endpoint. */
-    test: (id: string, init?: WriteOptions): Promise<WebhookDelivery> =>
+    test: (id: string, init?: WriteOptions): Promise<WithLastResponse<WebhookDelivery>> =>
       ok(api.POST('/api/v1/webhook_endpoints/{id}/test', { params: { path: { id } }, body: {}, ...writeInit(init) })),
     deliveries,
   }
 
   const requestLogs = {
     /** One page of the requests made with the account's keys in this mode, newest first (a full-access key). */
-    list: (query?: ListRequestLogsQuery, init?: RequestOptions): Promise<RequestLogPage> =>
+    list: (query?: ListRequestLogsQuery, init?: RequestOptions): Promise<WithLastResponse<RequestLogPage>> =>
       ok(api.GET('/api/v1/request_logs', { params: { query: exactQuery<'listRequestLogs'>(query) }, ...init })),
-    all: (query: Omit<ListRequestLogsQuery, 'after'> = {}): AsyncGenerator<RequestLog, void, undefined> =>
+    all: (
+      query: Omit<ListRequestLogsQuery, 'after'> = {},
+    ): AsyncGenerator<WithLastResponse<RequestLog>, void, undefined> =>
       walk((q: ListRequestLogsQuery) => requestLogs.list(q), 'request_logs', query as ListRequestLogsQuery),
     /** One request by the `Request-Id` of its response (also `ApiError.requestId`). */
-    get: (id: string, init?: RequestOptions): Promise<RequestLog> =>
+    get: (id: string, init?: RequestOptions): Promise<WithLastResponse<RequestLog>> =>
       ok(api.GET('/api/v1/request_logs/{id}', { params: { path: { id } }, ...init })),
   }
 
   return {
     /** The key's account, the key itself (never its secret) and the account's limits. */
-    me: (init?: RequestOptions): Promise<Account> => ok(api.GET('/api/v1/me', { ...init })),
+    me: (init?: RequestOptions): Promise<WithLastResponse<Account>> => ok(api.GET('/api/v1/me', { ...init })),
     contacts,
     events,
     webhookEndpoints,
     requestLogs,
-    /** The underlying openapi-fetch client (same auth, Idempotency-Key and retries) for anything else. */
+    /**
+     * The underlying openapi-fetch client (same auth, Idempotency-Key, retries and hooks) for anything
+     * else; its results are openapi-fetch's `{ data, error, response }`, without `lastResponse`.
+     */
     raw: api,
   }
 }

@@ -1,5 +1,6 @@
 // Conditional requests: the ETag a contact or a page came with, kept beside the object (etagOf), and
 // the answers of a read that may be 304 Not Modified.
+import type { WithLastResponse } from './last-response.js'
 
 /** Beside the object, not in it: a contact stays exactly the API's JSON (and its type). */
 const etags = new WeakMap<object, string>()
@@ -36,8 +37,11 @@ export interface Modified<T> {
   data: T
 }
 
-/** The answer of a read with `ifNoneMatch`: narrow on `notModified`. */
-export type Conditional<T> = NotModified | Modified<T>
+/**
+ * The answer of a read with `ifNoneMatch`: narrow on `notModified`. Both carry the response as
+ * `lastResponse` (a 304 has no body to carry it), and so does a modified `data`.
+ */
+export type Conditional<T> = WithLastResponse<NotModified> | WithLastResponse<Modified<WithLastResponse<T>>>
 
 export interface ConditionalReadOptions {
   /**

@@ -1,6 +1,7 @@
 // The fetch every request goes through: an Idempotency-Key on each POST, and retries of 429, 503,
 // a 409 `idempotency_key_in_use` and network errors, with exponential backoff and full jitter on top
 // of Retry-After. A retried POST sends the same key, so the server does the work at most once.
+// Hooks let an integrator log each attempt and retry.
 import { retryAfterSeconds } from './errors.js'
 
 export interface RetryOptions {
@@ -16,14 +17,41 @@ export const DEFAULT_RETRY: RetryOptions = { maxRetries: 8, baseDelayMs: 500, ma
 
 export type FetchLike = (request: Request) => Promise<Response>
 
+/** An attempt about to be sent. No headers: the API key must not reach integrators' logs. */
+export interface AttemptInfo {
+  method: string
+  url: string
+  /** 1 for the first attempt, 2 for the first retry, … */
+  attempt: number
+}
+
+/** A retry about to be waited for: `attempt` is the one sent after the wait. */
+export interface RetryInfo extends AttemptInfo {
+  /** How long the client waits before that attempt (Retry-After plus the jitter). */
+  waitMs: number
+  /** The status retried (429, 503, 409 `idempotency_key_in_use`); undefined after a network error. */
+  status: number | undefined
+  /** The `Request-Id` of the answer retried, if any. */
+  requestId: string | undefined
+  /** The network error retried; undefined after an answer. */
+  error: Error | undefined
+}
+
+export interface RetryHooks {
+  onRequest?: ((info: AttemptInfo) => void) | undefined
+  onRetry?: ((info: RetryInfo) => void) | undefined
+}
+
 const RETRIED_STATUSES = new Set([429, 503])
 
 export function retryingFetch(
   inner: FetchLike,
   options: RetryOptions,
   sleep: (ms: number, signal?: AbortSignal) => Promise<void> = delay,
+  hooks: RetryHooks = {},
 ): FetchLike {
   return async (input) => {
+    const { method, url } = input
     const headers = new Headers(input.headers)
     if (input.method === 'POST' && !headers.has('idempotency-key')) {
       headers.set('idempotency-key', globalThis.crypto.randomUUID())
@@ -42,6 +70,7 @@ export function retryingFetch(
         }),
       )
     for (let retry = 0; ; retry++) {
+      hooks.onRequest?.({ method, url, attempt: retry + 1 })
       let response: Response
       try {
         response = await attempt()
@@ -49,18 +78,22 @@ export function retryingFetch(
         if (retry >= options.maxRetries || input.signal.aborted || !isNetworkError(error)) {
           throw error
         }
-        await sleep(backoff(retry, options), input.signal)
+        const waitMs = backoff(retry, options)
+        hooks.onRetry?.({ method, url, attempt: retry + 2, waitMs, status: undefined, requestId: undefined, error })
+        await sleep(waitMs, input.signal)
         continue
       }
       if (retry >= options.maxRetries || !(await isRetryable(response))) {
         return response
       }
-      const wait = waitBeforeRetry(response, retry, options)
-      if (wait === undefined) {
+      const waitMs = waitBeforeRetry(response, retry, options)
+      if (waitMs === undefined) {
         return response // the server asks for a longer wait than maxDelayMs: the caller decides
       }
       await response.body?.cancel().catch(() => {})
-      await sleep(wait, input.signal)
+      const requestId = response.headers.get('request-id') ?? undefined
+      hooks.onRetry?.({ method, url, attempt: retry + 2, waitMs, status: response.status, requestId, error: undefined })
+      await sleep(waitMs, input.signal)
     }
   }
 }
@@ -109,7 +142,7 @@ export function waitBeforeRetry(
 }
 
 /** fetch rejects with a TypeError when the connection fails (refused, reset, DNS); an abort is not one. */
-function isNetworkError(error: unknown): boolean {
+function isNetworkError(error: unknown): error is TypeError {
   return error instanceof TypeError
 }
 

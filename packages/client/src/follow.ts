@@ -1,5 +1,6 @@
 // client.events.follow: the events feed as an endless async iterator, long-polling at its end
 // (GET /events?wait=), resumable from a stored cursor.
+import { itemsOf, type WithLastResponse } from './last-response.js'
 import type { Event, EventPage, ListEventsQuery } from './types.js'
 
 export interface FollowOptions {
@@ -14,7 +15,8 @@ export interface FollowOptions {
   signal?: AbortSignal
 }
 
-export interface EventFollower extends AsyncIterableIterator<Event> {
+/** Each event with the answer of the page it came in as `lastResponse`. */
+export interface EventFollower extends AsyncIterableIterator<WithLastResponse<Event>> {
   /**
    * Where to resume: after the last page whose events were all yielded. Store it and pass it as
    * `after`; events of a page left part-way come again, so a consumer checks `id`s (it must anyway:
@@ -23,20 +25,20 @@ export interface EventFollower extends AsyncIterableIterator<Event> {
   readonly cursor: string | undefined
 }
 
-type ListEvents = (query: ListEventsQuery, init: { signal?: AbortSignal }) => Promise<EventPage>
+type ListEvents = (query: ListEventsQuery, init: { signal?: AbortSignal }) => Promise<WithLastResponse<EventPage>>
 
 export function followEvents(list: ListEvents, options: FollowOptions = {}): EventFollower {
   const { after, type, limit = 100, wait = 30, signal } = options
   let cursor = after
-  async function* run(): AsyncGenerator<Event, undefined, undefined> {
+  async function* run(): AsyncGenerator<WithLastResponse<Event>, undefined, undefined> {
     const init = signal ? { signal } : {}
     const filters = type === undefined ? {} : { type }
     if (cursor === undefined) {
       cursor = (await list({ ...filters, from: 'now' }, init)).next_cursor ?? undefined
     }
     while (!signal?.aborted) {
-      const page: EventPage = await list({ ...filters, limit, wait, ...(cursor ? { after: cursor } : {}) }, init)
-      yield* page.events
+      const page = await list({ ...filters, limit, wait, ...(cursor ? { after: cursor } : {}) }, init)
+      yield* itemsOf(page.events, page)
       // The feed's cursor is never null; a server of an older release could still end a feed with one.
       cursor = page.next_cursor ?? cursor
     }

@@ -15,9 +15,9 @@ export {
   type NotModified,
 } from './conditional.js'
 export { ApiError, type FieldError, type Problem } from './errors.js'
-export type { FetchLike } from './fetch.js'
+export type { AttemptInfo, FetchLike, RetryInfo } from './fetch.js'
 export type { EventFollower, FollowOptions } from './follow.js'
-export { type LastResponse, lastResponseOf } from './last-response.js'
+export { type LastResponse, lastResponseOf, type WithLastResponse } from './last-response.js'
 export type { components, operations, paths, webhooks } from './schema.js'
 export type {
   Account,

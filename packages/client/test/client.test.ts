@@ -11,6 +11,7 @@ import { listVersionSettled } from '../../../test/helpers.js'
 import { staticResolver } from '../../../test/static-resolver.js'
 import {
   ApiError,
+  type AttemptInfo,
   type Conditional,
   type Contact,
   type ContactPage,
@@ -18,9 +19,12 @@ import {
   type Event,
   etagOf,
   type FetchLike,
+  type LastResponse,
   lastResponseOf,
+  type RetryInfo,
   USER_AGENT,
   VERSION,
+  type WithLastResponse,
 } from '../src/index.js'
 
 async function listen(harness: TestHarness): Promise<string> {
@@ -29,16 +33,19 @@ async function listen(harness: TestHarness): Promise<string> {
 }
 
 /** The global fetch, with every request and response it sees written down. */
-function recordingFetch(): { fetch: FetchLike; requests: Request[]; statuses: number[] } {
+function recordingFetch(): { fetch: FetchLike; requests: Request[]; statuses: number[]; requestIds: string[] } {
   const requests: Request[] = []
   const statuses: number[] = []
+  const requestIds: string[] = []
   return {
     requests,
     statuses,
+    requestIds,
     fetch: async (request) => {
       requests.push(request.clone())
       const response = await fetch(request)
       statuses.push(response.status)
+      requestIds.push(response.headers.get('request-id') ?? '')
       return response
     },
   }
@@ -161,22 +168,57 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
   })
 
   it('puts the response beside each result: status, headers, Request-Id, replayed', async () => {
-    const sdk = client()
+    const recorder = recordingFetch()
+    const sdk = client({ fetch: recorder.fetch })
     const created = await sdk.contacts.create({ email: 'answer@example.com' }, { idempotencyKey: 'answer-1' })
-    const first = lastResponseOf(created)
-    expect(first).toMatchObject({ statusCode: 201, idempotentReplayed: false })
-    expect(first?.requestId).toMatch(/^req_/)
-    expect(first?.requestId).toBe(first?.headers.get('request-id'))
+    // Typed on the result itself: no cast, no lookup.
+    expectTypeOf(created.lastResponse).toEqualTypeOf<LastResponse>()
+    expect(created.lastResponse).toMatchObject({ statusCode: 201, idempotentReplayed: false })
+    expect(created.lastResponse.requestId).toMatch(/^req_/)
+    expect(created.lastResponse.requestId).toBe(recorder.requestIds.at(-1))
+    expect(created.lastResponse.headers).toBeInstanceOf(Headers)
+    expect(lastResponseOf(created)).toBe(created.lastResponse)
     // Beside the object, not in it: the contact is exactly the API's JSON.
     expect(Object.keys(created)).not.toContain('lastResponse')
     expect(JSON.stringify(created)).not.toContain('lastResponse')
+    expect({ ...created }).toEqual(created)
+
     const replay = await sdk.contacts.create({ email: 'answer@example.com' }, { idempotencyKey: 'answer-1' })
-    expect(lastResponseOf(replay)).toMatchObject({ statusCode: 201, idempotentReplayed: true })
-    expect(lastResponseOf(replay)?.requestId).not.toBe(first?.requestId)
+    expect(replay.lastResponse).toMatchObject({ statusCode: 201, idempotentReplayed: true })
+    expect(replay.lastResponse.requestId).toBe(recorder.requestIds.at(-1))
+    expect(replay.lastResponse.requestId).not.toBe(created.lastResponse.requestId)
+    expect(replay).toEqual(created)
+
+    const got = await sdk.contacts.get(created.id)
+    expect(got.lastResponse).toMatchObject({ statusCode: 200, idempotentReplayed: false })
+    expect(got.lastResponse.requestId).toBe(recorder.requestIds.at(-1))
+    // The id is the one the request log knows the request by.
+    expect(await sdk.requestLogs.get(got.lastResponse.requestId ?? '')).toMatchObject({
+      route: '/api/v1/contacts/{id}',
+      status: 200,
+    })
+
     const page = await sdk.contacts.list({ limit: 1 })
-    expect(lastResponseOf(page)?.statusCode).toBe(200)
-    expect(lastResponseOf(page)?.headers.get('content-type')).toContain('application/json')
-    expect(((await sdk.me()) as unknown as { lastResponse: { statusCode: number } }).lastResponse.statusCode).toBe(200)
+    expect(page.lastResponse.statusCode).toBe(200)
+    expect(page.lastResponse.requestId).toBe(recorder.requestIds.at(-1))
+    expect(page.lastResponse.headers.get('content-type')).toContain('application/json')
+    expect(page.lastResponse.headers.get('request-id')).toBe(page.lastResponse.requestId)
+    expect(Object.keys(page)).not.toContain('lastResponse')
+    // An item of a walk carries the answer of the page it came in.
+    for await (const contact of sdk.contacts.all({ limit: 1 })) {
+      expect(contact.lastResponse.requestId).toBe(recorder.requestIds.at(-1))
+      break
+    }
+
+    const account = await sdk.me()
+    expect(account.lastResponse.statusCode).toBe(200)
+    const upserted = await sdk.contacts.upsert({ email: 'answer@example.com', first_name: 'Answer' })
+    expect(upserted.lastResponse).toBe(upserted.contact.lastResponse)
+    expect(upserted.lastResponse.statusCode).toBe(200)
+    // A 304 has no body: the `{ notModified }` answer carries the response.
+    const unchanged = await sdk.contacts.get(created.id, { ifNoneMatch: etagOf(upserted.contact) })
+    expect(unchanged).toEqual({ notModified: true, etag: etagOf(upserted.contact) })
+    expect(unchanged.lastResponse).toMatchObject({ statusCode: 304, requestId: recorder.requestIds.at(-1) })
   })
 
   it('sends an Idempotency-Key on every POST: the server replays the answer to the same key', async () => {
@@ -219,7 +261,7 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
     expect(Object.keys(read)).toEqual(Object.keys(created))
 
     // Typed by the options: a plain read is the contact, a conditional one a Conditional.
-    expectTypeOf(sdk.contacts.get(created.id)).resolves.toEqualTypeOf<Contact>()
+    expectTypeOf(sdk.contacts.get(created.id)).resolves.toEqualTypeOf<WithLastResponse<Contact>>()
     expectTypeOf(sdk.contacts.get(created.id, { ifNoneMatch: tag })).resolves.toEqualTypeOf<Conditional<Contact>>()
     expectTypeOf(sdk.contacts.list({}, { ifNoneMatch: tag })).resolves.toEqualTypeOf<Conditional<ContactPage>>()
     const unchanged = await sdk.contacts.get(created.id, { ifNoneMatch: tag })
@@ -500,15 +542,65 @@ describe.each(testDialects())('SDK retries a 429 on %s', (dialect) => {
     try {
       const owner = await burst.createAccount('Burst')
       const recorder = recordingFetch()
-      const sdk = createClient({ baseUrl: await listen(burst), apiKey: owner.key, fetch: recorder.fetch })
+      const retries: RetryInfo[] = []
+      const sdk = createClient({
+        baseUrl: await listen(burst),
+        apiKey: owner.key,
+        fetch: recorder.fetch,
+        onRetry: (info) => retries.push(info),
+      })
       const results = await Promise.allSettled(Array.from({ length: 30 }, () => sdk.me()))
       expect(results.filter((r) => r.status === 'rejected')).toEqual([])
       // Not by luck of timing: the limit refused many attempts, and the retries got through.
-      expect(recorder.statuses.filter((status) => status === 429).length).toBeGreaterThanOrEqual(20)
+      const refused = recorder.statuses.filter((status) => status === 429).length
+      expect(refused).toBeGreaterThanOrEqual(20)
+      // Every refusal was retried, and reported to the hook, after Retry-After (1 s) and its jitter.
+      expect(retries).toHaveLength(refused)
+      expect(retries.every((r) => r.status === 429 && r.waitMs >= 1_000)).toBe(true)
     } finally {
       await burst.close()
     }
-  }, 40_000)
+  }, 15_000)
+
+  it('calls the hooks for each attempt and each retry, with no API key in what they get', async () => {
+    const owner = await t.createAccount('Hooked')
+    const attempts: AttemptInfo[] = []
+    const retries: RetryInfo[] = []
+    const sdk = createClient({
+      baseUrl: base,
+      apiKey: owner.key,
+      onRequest: (info) => attempts.push(info),
+      onRetry: (info) => retries.push(info),
+    })
+    await sdk.me()
+    // The one token a second is spent: the create is refused once, then goes through.
+    const created = await sdk.contacts.create({ email: 'hooked@example.com' })
+    const contacts = `${base}/api/v1/contacts`
+    expect(attempts).toEqual([
+      { method: 'GET', url: `${base}/api/v1/me`, attempt: 1 },
+      { method: 'POST', url: contacts, attempt: 1 },
+      { method: 'POST', url: contacts, attempt: 2 },
+    ])
+    expect(retries).toEqual([
+      {
+        method: 'POST',
+        url: contacts,
+        attempt: 2,
+        waitMs: expect.any(Number),
+        status: 429,
+        requestId: expect.stringMatching(/^req_/),
+        error: undefined,
+      },
+    ])
+    // Retry-After (1 s) plus the first retry's jitter, at most the base delay (500 ms).
+    expect(retries[0]?.waitMs).toBeGreaterThanOrEqual(1_000)
+    expect(retries[0]?.waitMs).toBeLessThanOrEqual(1_500)
+    expect(retries[0]?.requestId).not.toBe(created.lastResponse.requestId)
+    const seen = JSON.stringify([attempts, retries])
+    expect(seen).not.toContain(owner.key)
+    expect(seen).not.toContain(owner.key.slice(-8))
+    expect(seen.toLowerCase()).not.toContain('bearer')
+  })
 
   it('with retries off, throws rate_limited with the Retry-After', async () => {
     const sdk = createClient({ baseUrl: base, apiKey: acme.key, maxRetries: 0 })
