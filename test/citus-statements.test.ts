@@ -308,6 +308,14 @@ async function apiSession(t: TestHarness, acme: TestAccount, hookUrl: string, se
     `/webhook_endpoints/${endpoint.id}/deliveries/${delivery?.id}/retry`,
     {},
   )
+  await call(
+    'GET',
+    '/webhook_endpoints/{id}/deliveries/{delivery_id}/attempts',
+    `/webhook_endpoints/${endpoint.id}/deliveries/${delivery?.id}/attempts`,
+  )
+  await call('POST', '/webhook_endpoints/{id}/recover', `/webhook_endpoints/${endpoint.id}/recover`, {
+    since: '2020-01-01T00:00:00Z',
+  })
   await call('DELETE', '/contacts/{id}', `/contacts/${ada.id}`)
   const spare = await call('POST', '/webhook_endpoints', '/webhook_endpoints', { url: `${hookUrl}/spare` })
   await call('DELETE', '/webhook_endpoints/{id}', `/webhook_endpoints/${spare.id}`)

@@ -185,6 +185,8 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
         'GET /api/v1/webhook_endpoints/{id}/deliveries',
         'GET /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}',
         'POST /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/retry',
+        'GET /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/attempts',
+        'POST /api/v1/webhook_endpoints/{id}/recover',
         'GET /api/v1/request_logs',
         'GET /api/v1/request_logs/{id}',
         'GET /healthz',
@@ -208,7 +210,9 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
               ? { description: 'doc' }
               : path.endsWith('/roll_secret')
                 ? {}
-                : undefined
+                : path.endsWith('/recover')
+                  ? { since: '2026-01-01T00:00:00Z' }
+                  : undefined
       const payload = (method === 'POST' || method === 'PATCH') && body ? { payload: body } : {}
       const answer = await t.inject(acme, { method: method as 'GET', url, ...payload })
       expect(answer.statusCode, entry).toBeLessThan(500)
@@ -410,6 +414,7 @@ describe.each(testDialects())('HTTP conventions on %s', (dialect) => {
       'get /api/v1/request_logs',
       'get /api/v1/webhook_endpoints',
       'get /api/v1/webhook_endpoints/{id}/deliveries',
+      'get /api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/attempts',
     ])
     // And the server agrees: no parameter at all is a first page of the default size, oldest first.
     const res = await t.inject(acme, { method: 'GET', url: '/api/v1/contacts' })

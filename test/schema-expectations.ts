@@ -25,6 +25,7 @@ export const TABLES = [
   'sessions',
   'sign_in_failures',
   'users',
+  'webhook_attempts',
   'webhook_deliveries',
   'webhook_dispatch',
   'webhook_endpoints',

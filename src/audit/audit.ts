@@ -26,6 +26,8 @@ export const WEBHOOK_ACTIONS = [
   'webhook_endpoint.secret_revealed',
   'webhook_endpoint.test_sent',
   'webhook_delivery.retried',
+  /** Every failed delivery of a time range queued again. */
+  'webhook_endpoint.recovered',
 ] as const
 
 export type AuditAction = (typeof KEY_ACTIONS)[number] | (typeof WEBHOOK_ACTIONS)[number]

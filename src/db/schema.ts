@@ -14,7 +14,12 @@ import type { ContactImportFilePartsTable, ContactImportsTable } from '../import
 import type { InvitationsTable } from '../invitations/invitations.table.js'
 import type { RequestLogChunksTable, RequestLogDaysTable } from '../request-logs/request-logs.table.js'
 import type { MembershipsTable, SessionsTable, SignInFailuresTable, UsersTable } from '../users/users.table.js'
-import type { WebhookDeliveriesTable, WebhookDispatchTable, WebhookEndpointsTable } from '../webhooks/webhooks.table.js'
+import type {
+  WebhookAttemptsTable,
+  WebhookDeliveriesTable,
+  WebhookDispatchTable,
+  WebhookEndpointsTable,
+} from '../webhooks/webhooks.table.js'
 
 export interface Database {
   accounts: AccountsTable
@@ -37,6 +42,7 @@ export interface Database {
   sign_in_failures: SignInFailuresTable
   webhook_endpoints: WebhookEndpointsTable
   webhook_deliveries: WebhookDeliveriesTable
+  webhook_attempts: WebhookAttemptsTable
   webhook_dispatch: WebhookDispatchTable
   request_log_chunks: RequestLogChunksTable
   request_log_days: RequestLogDaysTable

@@ -59,6 +59,8 @@ const SESSION = [
   'listWebhookDeliveries',
   'getWebhookDelivery',
   'retryWebhookDelivery',
+  'listWebhookAttempts',
+  'recoverWebhookDeliveries',
   'deleteWebhookEndpoint',
   'listRequestLogs',
   'getRequestLog',

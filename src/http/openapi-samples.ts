@@ -148,6 +148,16 @@ export const SAMPLES: Readonly<Record<string, Sample>> = {
     sdk: () =>
       `const delivery = await client.webhookEndpoints.deliveries.retry(${q(delivery.id)}, ${q(delivery.delivery_id)})`,
   },
+  listWebhookAttempts: {
+    path: delivery,
+    sdk: () =>
+      `const page = await client.webhookEndpoints.deliveries.attempts.list(${q(delivery.id)}, ${q(delivery.delivery_id)})`,
+  },
+  recoverWebhookDeliveries: {
+    path: endpoint,
+    body: { since: '2026-11-22T00:00:00Z' },
+    sdk: ({ body }) => `const recovery = await client.webhookEndpoints.recover(${q(endpoint.id)}, ${body})`,
+  },
   getLiveness: { sdk: () => "const { status } = await fetch(new URL('/healthz', baseUrl))" },
   getReadiness: { sdk: () => "const { status } = await fetch(new URL('/readyz', baseUrl))" },
 }

@@ -1,5 +1,6 @@
 // Urlencoded forms: the schema of a form's body, and reading its fields as text.
 import { Type } from '@sinclair/typebox'
+import { isRfc3339DateTime } from '../http/schemas.js'
 
 /** A urlencoded value as parsed: text, or a list when the name is repeated (formValues reads it as ''). */
 export const UrlencodedValue = Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())]))
@@ -42,3 +43,26 @@ export function formList(body: unknown, name: string): string[] {
   const values = Array.isArray(value) ? value : [value]
   return values.filter((item): item is string => typeof item === 'string')
 }
+
+const LOCAL_TIME = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)(:\d\d(\.\d{1,3})?)?$/
+/** Ids hold a time from 1970 on; a time outside these bounds means the same as the bound. */
+const TIME_MIN = 0
+const TIME_MAX = Date.parse('9999-12-31T23:59:59.999Z')
+
+/**
+ * A time of a form: datetime-local's `2026-11-28T14:30[:05[.123]]`, read as UTC as the pages say,
+ * RFC 3339 with its offset, or the pages' own `2026-11-28 14:30:05.123 UTC`. Undefined if none.
+ */
+export function parseFormTime(text: string): number | undefined {
+  const plain = text.replace(/\s*UTC$/i, '')
+  const local = LOCAL_TIME.exec(plain)
+  const rfc3339 = local ? `${local[1]}T${local[2]}${local[3] ?? ':00'}Z` : plain
+  if (!isRfc3339DateTime(rfc3339)) {
+    return undefined
+  }
+  const ms = Date.parse(rfc3339)
+  return Number.isFinite(ms) ? Math.min(TIME_MAX, Math.max(TIME_MIN, ms)) : undefined
+}
+
+/** A time as datetime-local shows it, in UTC: seconds always, milliseconds when there are any. */
+export const asLocalTimeValue = (ms: number): string => new Date(ms).toISOString().replace(/(\.000)?Z$/, '')

@@ -8,7 +8,6 @@ import { tenantOf } from '../accounts/tenant.js'
 import { type ApiKey, listApiKeys } from '../api-keys/api-keys.store.js'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
-import { isRfc3339DateTime } from '../http/schemas.js'
 import { idPattern } from '../lib/ids.js'
 import {
   LOGGED_METHODS,
@@ -18,6 +17,7 @@ import {
   STATUS_FILTER,
 } from '../request-logs/request-log.js'
 import { findRequestLog, listRequestLogRows } from '../request-logs/request-logs.store.js'
+import { asLocalTimeValue, parseFormTime } from './forms.js'
 import { errorPage } from './pages/layout.js'
 import {
   type LogFilterValues,
@@ -52,10 +52,6 @@ const REQUEST_ID = new RegExp(idPattern('request').slice(1, -1), 'i')
 /** Where the next page starts: the last id shown, or where a filtered scan stopped (`req_…~`). */
 const PAGE_START = new RegExp(`${idPattern('request').slice(0, -1)}~?$`)
 const STATUS = new RegExp(STATUS_FILTER)
-const LOCAL_TIME = /^(\d{4}-\d\d-\d\d)[T ](\d\d:\d\d)(:\d\d(\.\d{1,3})?)?$/
-/** Request ids hold a time from 1970 on; a time outside these bounds means the same as the bound. */
-const TIME_MIN = 0
-const TIME_MAX = Date.parse('9999-12-31T23:59:59.999Z')
 
 const EMPTY_VALUES: LogFilterValues = {
   status: '',
@@ -68,24 +64,6 @@ const EMPTY_VALUES: LogFilterValues = {
 
 const single = (value: string | string[] | undefined): string | undefined =>
   Array.isArray(value) ? undefined : value?.trim()
-
-/**
- * A time of the form: datetime-local's `2026-11-28T14:30[:05[.123]]`, read as UTC as the page says,
- * RFC 3339 with its offset, or the page's own `2026-11-28 14:30:05.123 UTC`. Undefined if none.
- */
-function parseTime(text: string): number | undefined {
-  const plain = text.replace(/\s*UTC$/i, '')
-  const local = LOCAL_TIME.exec(plain)
-  const rfc3339 = local ? `${local[1]}T${local[2]}${local[3] ?? ':00'}Z` : plain
-  if (!isRfc3339DateTime(rfc3339)) {
-    return undefined
-  }
-  const ms = Date.parse(rfc3339)
-  return Number.isFinite(ms) ? Math.min(TIME_MAX, Math.max(TIME_MIN, ms)) : undefined
-}
-
-/** A time as datetime-local shows it, in UTC: seconds always, milliseconds when there are any. */
-const asLocalValue = (ms: number): string => new Date(ms).toISOString().replace(/(\.000)?Z$/, '')
 
 /** Each filter as a message names it. */
 const LABELS: Record<FilterName, string> = {
@@ -149,13 +127,13 @@ function readFilters(query: Record<string, string | string[] | undefined>, keys:
         filters.path = text
       }
     } else {
-      const ms = parseTime(text)
+      const ms = parseFormTime(text)
       if (ms === undefined) {
         errors.push(`The ${LABELS[name]} “${text}” is not a time: use the picker, or write e.g. 2026-11-28T14:30:00Z.`)
       } else {
         times[name] = ms
         filters[name] = new Date(ms).toISOString()
-        values[name] = asLocalValue(ms)
+        values[name] = asLocalTimeValue(ms)
       }
     }
   }

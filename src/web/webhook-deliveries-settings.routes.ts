@@ -1,12 +1,12 @@
-// One delivery of a webhook endpoint, under the endpoint's settings page: its request, its
-// response, and resending it. Registered by webhooks-settings.routes.ts, behind its role guard.
+// One delivery of a webhook endpoint, under the endpoint's settings page: its request, every
+// attempt and its response, and resending it. Registered by webhooks-settings.routes.ts, behind its role guard.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import type { Deps } from '../deps.js'
 import { AppError } from '../http/errors.js'
-import { toDelivery } from '../webhooks/deliveries.js'
-import { findDelivery, findDeliveryBody } from '../webhooks/deliveries.store.js'
+import { toAttempt, toDelivery } from '../webhooks/deliveries.js'
+import { findDelivery, findDeliveryBody, readAttempts } from '../webhooks/deliveries.store.js'
 import { requireEndpoint, retryEndpointDelivery } from '../webhooks/endpoint-lifecycle.js'
 import { toEndpoint } from '../webhooks/endpoints.js'
 import { FormBody } from './forms.js'
@@ -16,6 +16,8 @@ import type { Render } from './render.js'
 import { accountContext, auditActorOf } from './request-context.js'
 
 const NOTICES = new Map([['resent', 'One more attempt of this delivery is queued.']])
+/** The latest attempts a delivery's page lists; the API lists every one. */
+const ATTEMPTS_SHOWN = 50
 
 const DeliveryParams = Type.Object({ accountId: Type.String(), endpointId: Type.String(), deliveryId: Type.String() })
 const EmptyForm = FormBody([])
@@ -39,8 +41,18 @@ export const webhookDeliveriesSettingsRoutes: FastifyPluginAsyncTypebox<{
     if (!delivery) {
       throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
     }
-    const body = await findDeliveryBody(db, delivery)
-    const page = { home, endpoint: toEndpoint(row), delivery: toDelivery(delivery), body, ...extra }
+    const [body, attempts] = await Promise.all([
+      findDeliveryBody(db, delivery),
+      readAttempts(db, tenant.id, delivery.id, { limit: ATTEMPTS_SHOWN, newest: true }),
+    ])
+    const page = {
+      home,
+      endpoint: toEndpoint(row),
+      delivery: toDelivery(delivery),
+      attempts: attempts.map((attempt) => ({ number: attempt.attempt, ...toAttempt(attempt) })),
+      body,
+      ...extra,
+    }
     return render(request, reply, (c) => deliveryPage(c, page), status)
   }
 

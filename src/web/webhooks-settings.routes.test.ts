@@ -350,6 +350,24 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
         created_at: event.created_at,
       })
       .execute()
+    const attempt = (n: number, excerpt: string, status: number | null, error: string | null = null) => ({
+      account_id: accountId,
+      delivery_id: deliveryId,
+      attempt: n,
+      at: new Date(attemptAt.getTime() - (3 - n) * 60_000).toISOString(),
+      status_code: status,
+      duration_ms: 40 + n,
+      error,
+      response_excerpt: excerpt,
+    })
+    await t.db
+      .insertInto('webhook_attempts')
+      .values([
+        attempt(1, '', null, 'connection refused'),
+        attempt(2, 'upstream unavailable', 503),
+        attempt(3, '<script>alert("pwned")</script><img src=x onerror=alert(1)>', 500),
+      ])
+      .execute()
 
     const url = `${hooks(accountId)}/${endpointId}/deliveries/${deliveryId}`
     const page = await client.get(url)
@@ -365,6 +383,12 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     expect(page.body).toContain('&quot;type&quot;:&quot;contact.created&quot;')
     expect(page.body).toContain('&quot;email&quot;:&quot;ada@example.com&quot;')
     expect(page.body).toContain('HTTP 500')
+    // Every attempt, oldest first, each answer escaped.
+    expect([...page.body.matchAll(/data-attempt="(\d+)"/g)].map((m) => m[1])).toEqual(['1', '2', '3'])
+    expect(page.body).toContain('connection refused')
+    expect(page.body).toContain('upstream unavailable')
+    expect(page.body).toContain('41 ms')
+    expect(page.body).not.toContain('The latest')
     const list = await client.get(`${hooks(accountId)}/${endpointId}`)
     expect(list.body).toContain(`data-delivery-id="${deliveryId}"`)
     expect(list.body).toContain('42 ms')
@@ -386,6 +410,74 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     expect(
       (await client.get(`${hooks(accountId)}/${endpointId}/deliveries/wd_01JD0000000000000000000001`)).statusCode,
     ).toBe(404)
+  })
+
+  it('"Resend all failed since…" resends the failed deliveries created since then, and says when none', async () => {
+    const { client, accountId } = await signUp(t.app, 'hooks-recover@example.com')
+    const { endpointId } = await addEndpoint(client, accountId)
+    const now = clock.now().getTime()
+    const failed = (id: string, hoursAgo: number) => ({
+      account_id: accountId,
+      id,
+      endpoint_id: endpointId,
+      event_id: 'evt_01JD0000000000000000000000',
+      event_type: 'contact.created',
+      event_created_at: new Date(now - hoursAgo * 3_600_000).toISOString(),
+      status: 'failed' as const,
+      attempts: 10,
+      next_attempt_at: null,
+      lease_expires_at: null,
+      last_attempt_at: null,
+      last_status_code: null,
+      last_duration_ms: null,
+      last_error: null,
+      last_response_excerpt: null,
+      payload: null,
+      created_at: new Date(now - hoursAgo * 3_600_000).toISOString(),
+    })
+    const old = 'wd_01JD0000000000000000000010'
+    const recent = 'wd_01JD0000000000000000000011'
+    await t.db
+      .insertInto('webhook_deliveries')
+      .values([failed(old, 48), failed(recent, 2)])
+      .execute()
+    const statuses = async () =>
+      Object.fromEntries(
+        (
+          await t.db
+            .selectFrom('webhook_deliveries')
+            .select(['id', 'status'])
+            .where('account_id', '=', accountId)
+            .where('endpoint_id', '=', endpointId)
+            .execute()
+        ).map((row) => [row.id, row.status]),
+      )
+    const page = `${hooks(accountId)}/${endpointId}`
+    const form = await client.get(page)
+    // The form offers the last day, in UTC, to the second.
+    const offered = new Date(Math.floor((now - 86_400_000) / 1000) * 1000).toISOString().replace(/(\.000)?Z$/, '')
+    expect(form.body).toContain(`name="since" type="datetime-local" step="1" required value="${offered}"`)
+
+    for (const [since, message] of [
+      ['yesterday', 'Enter the time to resend from'],
+      [new Date(now + 3_600_000).toISOString(), 'since must not be in the future'],
+    ] as const) {
+      const refused = await postForm(client, `${page}/recover`, [['since', since]])
+      expect(refused.statusCode, since).toBe(400)
+      expect(refused.body).toContain(message)
+      expect(refused.body).toContain(`value="${since}"`)
+    }
+    expect(await statuses()).toEqual({ [old]: 'failed', [recent]: 'failed' })
+
+    const since = new Date(now - 24 * 3_600_000).toISOString().slice(0, 19)
+    const done = await postForm(client, `${page}/recover`, [['since', since]])
+    expect(done.statusCode, done.body.slice(0, 300)).toBe(303)
+    expect((await client.get(String(done.headers.location))).body).toContain('queued for one more attempt each')
+    expect(await statuses()).toEqual({ [old]: 'failed', [recent]: 'retrying' })
+    expect(await auditActions(accountId)).toContain('webhook_endpoint.recovered')
+
+    const again = await postForm(client, `${page}/recover`, [['since', since]])
+    expect((await client.get(String(again.headers.location))).body).toContain('nothing was resent')
   })
 
   it('past 20 endpoints the form says so (403), and a resend to a disabled endpoint is refused on its page', async () => {

@@ -1,5 +1,5 @@
 // Settings → "API & Webhooks", the webhooks half: add an endpoint, and the endpoint's page (reveal,
-// roll, enable or disable, delete, test, recent deliveries). Owners and admins only. Changes go
+// roll, enable or disable, delete, test, resend what failed since a time, recent deliveries). Owners and admins only. Changes go
 // through webhooks/endpoint-lifecycle.ts, as the API's do, audited with the person as actor.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
@@ -16,6 +16,7 @@ import { listDeliveryRows } from '../webhooks/deliveries.store.js'
 import {
   changeEndpoint,
   createEndpoint,
+  recoverEndpointDeliveries,
   removeEndpoint,
   requireEndpoint,
   revealEndpointSecret,
@@ -31,7 +32,7 @@ import {
   type WebhookEndpoint,
 } from '../webhooks/endpoints.js'
 import { type EndpointRow, findEndpoint, listEndpointRows } from '../webhooks/endpoints.store.js'
-import { FormBody, formField, formValues } from './forms.js'
+import { asLocalTimeValue, FormBody, formField, formValues, parseFormTime } from './forms.js'
 import { NoticeQuery, noticeOf } from './notices.js'
 import { ACTIVITY_SHOWN } from './pages/activity.js'
 import { errorPage } from './pages/layout.js'
@@ -73,7 +74,11 @@ const NOTICES = new Map([
   ['disabled', 'The endpoint is disabled: nothing is sent to it until it is enabled again.'],
   ['test-sent', 'A webhook.test event is queued for this endpoint.'],
   ['deleted', 'The webhook endpoint was deleted.'],
+  ['recovered', 'The failed deliveries of that period are queued for one more attempt each.'],
+  ['recovered-none', 'No delivery of that period had failed: nothing was resent.'],
 ])
+/** The recover form's default: the last day. */
+const RECOVER_DEFAULT_MS = 86_400_000
 
 const LIST_NOTICES = new Map([['endpoint-deleted', 'The webhook endpoint was deleted.']])
 
@@ -85,6 +90,8 @@ const RollForm = FormBody(ROLL_FIELDS)
 const STATUS_FIELDS = ['status'] as const
 const StatusForm = FormBody(STATUS_FIELDS)
 const EmptyForm = FormBody([])
+const RECOVER_FIELDS = ['since'] as const
+const RecoverForm = FormBody(RECOVER_FIELDS)
 
 export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
   deps: Deps
@@ -125,7 +132,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     request: FastifyRequest,
     reply: FastifyReply,
     row: EndpointRow,
-    extra: { revealed?: string; notice?: string; error?: string } = {},
+    extra: { revealed?: string; notice?: string; error?: string; recoverSince?: string } = {},
     status = 200,
   ) {
     const now = deps.clock.now()
@@ -145,6 +152,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
           endpoint: toEndpoint(row),
           deliveries,
           oldSecretUntil: oldSecretUntil(row, now),
+          recoverSince: asLocalTimeValue(Math.floor((now.getTime() - RECOVER_DEFAULT_MS) / 1000) * 1000),
           ...extra,
         }),
       status,
@@ -157,6 +165,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     reply: FastifyReply,
     row: EndpointRow,
     action: () => Promise<T>,
+    shown: { recoverSince?: string } = {},
   ): Promise<{ ok: true; value: T } | { ok: false; reply: FastifyReply }> {
     try {
       return { ok: true, value: await action() }
@@ -165,7 +174,8 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
         throw error
       }
       const fresh = (await findEndpoint(db, row.account_id, row.id)) ?? row
-      return { ok: false, reply: await showEndpoint(request, reply, fresh, { error: error.message }, 409) }
+      const status = error.code === 'invalid_parameter' ? 400 : 409
+      return { ok: false, reply: await showEndpoint(request, reply, fresh, { error: error.message, ...shown }, status) }
     }
   }
 
@@ -331,6 +341,34 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
         sendTestEvent(deps.webhooks, tenant.id, row.id, auditActorOf(request), deps.clock.now()),
       )
       return done.ok ? reply.redirect(`${prefix(home)}/${row.id}?notice=test-sent`, 303) : done.reply
+    },
+  )
+
+  app.post(
+    '/settings/api/webhooks/:endpointId/recover',
+    { schema: { params: EndpointParams, body: RecoverForm }, attachValidation: true },
+    async (request, reply) => {
+      const { tenant, home, row } = await endpointOf(request, request.params.endpointId)
+      const { since } = formValues(request, RECOVER_FIELDS)
+      const ms = parseFormTime(since)
+      if (ms === undefined) {
+        const error = 'Enter the time to resend from, such as 2026-11-28 14:30 (UTC).'
+        return showEndpoint(request, reply, row, { error, recoverSince: since }, 400)
+      }
+      const range = { since: new Date(ms).toISOString() }
+      const done = await orShowError(
+        request,
+        reply,
+        row,
+        () =>
+          recoverEndpointDeliveries(deps.webhooks, tenant.id, row.id, range, auditActorOf(request), deps.clock.now()),
+        { recoverSince: since },
+      )
+      if (!done.ok) {
+        return done.reply
+      }
+      const notice = done.value.queued > 0 ? 'recovered' : 'recovered-none'
+      return reply.redirect(`${prefix(home)}/${row.id}?notice=${notice}`, 303)
     },
   )
 

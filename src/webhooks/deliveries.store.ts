@@ -1,15 +1,15 @@
-// Tenant-scoped delivery reads and the two ways a person adds an attempt: retry one delivery, or
-// send a test event. The worker's side is delivery-dispatch.ts, -claim.ts, -attempts.ts.
+// Tenant-scoped delivery reads and the ways a person adds attempts: retry one delivery, recover
+// every failed one of a time range, or send a test event. The worker's side is delivery-dispatch.ts, -claim.ts, -attempts.ts.
 
 import { tenantById } from '../accounts/tenant.js'
 import { purgeOlderThan } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
 import type { PageRow } from '../http/pagination.js'
 import { newId } from '../lib/ids.js'
-import { type ListDeliveriesFilters, toDelivery } from './deliveries.js'
+import { type ListDeliveriesFilters, toAttempt, toDelivery } from './deliveries.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
 import { deliveryPayload } from './payload.js'
-import type { WebhookDeliveriesTable } from './webhooks.table.js'
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.table.js'
 
 export type DeliveryRow = WebhookDeliveriesTable
 
@@ -82,6 +82,65 @@ export async function retryDelivery(trx: Trx, row: DeliveryRow, now: Date): Prom
     .execute()
   await markDue(trx, row.account_id, row.endpoint_id, at)
   return { ...row, ...changes }
+}
+
+/**
+ * Every `failed` delivery of the endpoint created in [since, until) is due again now, for one more
+ * attempt each (as retryDelivery does one). Returns how many were queued.
+ */
+export async function recoverDeliveries(
+  trx: Trx,
+  accountId: string,
+  endpointId: string,
+  range: { since: string; until: string },
+  now: Date,
+): Promise<number> {
+  const at = now.toISOString()
+  const updated = await trx
+    .updateTable('webhook_deliveries')
+    .set({ status: 'retrying', next_attempt_at: at, lease_expires_at: null })
+    .where('account_id', '=', accountId)
+    .where('endpoint_id', '=', endpointId)
+    .where('status', '=', 'failed')
+    .where('created_at', '>=', range.since)
+    .where('created_at', '<', range.until)
+    .executeTakeFirst()
+  const queued = Number(updated.numUpdatedRows)
+  if (queued > 0) {
+    await markDue(trx, accountId, endpointId, at)
+  }
+  return queued
+}
+
+/** A page of one delivery's attempts, oldest first, serialized for sendPage; the cursor is the attempt's number. */
+export async function listAttemptRows(
+  db: Db,
+  accountId: string,
+  deliveryId: string,
+  position: { afterId: string | undefined; fetch: number },
+): Promise<PageRow[]> {
+  const after = position.afterId === undefined ? 0 : Number(position.afterId)
+  const rows = await readAttempts(db, accountId, deliveryId, { after, limit: position.fetch })
+  return rows.map((row) => ({ id: String(row.attempt), body: JSON.stringify(toAttempt(row)) }))
+}
+
+/** A delivery's attempts numbered after `after`, oldest first; or with `newest`, the last `limit` of them. */
+export async function readAttempts(
+  db: Db,
+  accountId: string,
+  deliveryId: string,
+  options: { after?: number; limit: number; newest?: boolean },
+): Promise<WebhookAttemptsTable[]> {
+  const rows = await db
+    .selectFrom('webhook_attempts')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('delivery_id', '=', deliveryId)
+    .where('attempt', '>', options.after ?? 0)
+    .orderBy('attempt', options.newest ? 'desc' : 'asc')
+    .limit(options.limit)
+    .execute()
+  return options.newest ? rows.reverse() : rows
 }
 
 /** Queues a `webhook.test` event for one endpoint, whatever it subscribes to. */

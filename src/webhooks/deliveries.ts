@@ -4,7 +4,7 @@ import { tenantById } from '../accounts/tenant.js'
 import { EVENT_TYPES } from '../events/events.js'
 import { ListQuery, Livemode, Nullable, PrefixedId, StringEnum, Timestamp } from '../http/schemas.js'
 import { TEST_EVENT_TYPE } from './endpoints.js'
-import type { WebhookDeliveriesTable } from './webhooks.table.js'
+import type { WebhookAttemptsTable, WebhookDeliveriesTable } from './webhooks.table.js'
 
 export const DELIVERY_STATUSES = ['pending', 'retrying', 'succeeded', 'failed'] as const
 const DeliveryStatusSchema = Type.Union(
@@ -14,6 +14,49 @@ const DeliveryStatusSchema = Type.Union(
       'pending: not yet attempted; retrying: failed, next_attempt_at set; succeeded; failed: retries exhausted or endpoint disabled.',
   },
 )
+
+/** One attempt's outcome: a delivery's `last_attempt`, and each item of its attempts list. */
+const AttemptFields = {
+  at: Timestamp,
+  status_code: Nullable(
+    Type.Integer({
+      format: 'int32',
+      minimum: 100,
+      maximum: 999,
+      description: "The receiver's HTTP status; null when none came.",
+    }),
+  ),
+  duration_ms: Type.Integer({ format: 'int32', minimum: 0, maximum: 2_147_483_647 }),
+  error: Nullable(
+    Type.String({
+      maxLength: 256,
+      description: 'Why it failed when the status does not say: timeout, connection refused, …',
+    }),
+  ),
+  response_excerpt: Type.String({
+    maxLength: 1024,
+    description: 'At most the first 1 KB of the response body.',
+  }),
+}
+
+export const WebhookAttemptSchema = Type.Object(
+  { object: Type.Literal('webhook_attempt'), ...AttemptFields },
+  {
+    $id: 'WebhookAttempt',
+    additionalProperties: false,
+    examples: [
+      {
+        object: 'webhook_attempt',
+        at: '2026-11-22T10:00:01.000Z',
+        status_code: 503,
+        duration_ms: 31,
+        error: null,
+        response_excerpt: 'upstream unavailable',
+      },
+    ],
+  },
+)
+export type WebhookAttempt = Static<typeof WebhookAttemptSchema>
 
 export const WebhookDeliverySchema = Type.Object(
   {
@@ -25,33 +68,7 @@ export const WebhookDeliverySchema = Type.Object(
     status: DeliveryStatusSchema,
     attempts: Type.Integer({ format: 'int32', minimum: 0, maximum: 2_147_483_647 }),
     next_attempt_at: Nullable(Timestamp),
-    last_attempt: Nullable(
-      Type.Object(
-        {
-          at: Timestamp,
-          status_code: Nullable(
-            Type.Integer({
-              format: 'int32',
-              minimum: 100,
-              maximum: 999,
-              description: "The receiver's HTTP status; null when none came.",
-            }),
-          ),
-          duration_ms: Type.Integer({ format: 'int32', minimum: 0, maximum: 2_147_483_647 }),
-          error: Nullable(
-            Type.String({
-              maxLength: 256,
-              description: 'Why it failed when the status does not say: timeout, connection refused, …',
-            }),
-          ),
-          response_excerpt: Type.String({
-            maxLength: 1024,
-            description: 'At most the first 1 KB of the response body.',
-          }),
-        },
-        { additionalProperties: false },
-      ),
-    ),
+    last_attempt: Nullable(Type.Object(AttemptFields, { additionalProperties: false })),
     created_at: Timestamp,
     livemode: Livemode,
   },
@@ -115,3 +132,13 @@ export function toDelivery(row: WebhookDeliveriesTable): WebhookDelivery {
     livemode: tenantById(row.account_id).livemode,
   }
 }
+
+/** The API representation of a stored attempt. */
+export const toAttempt = (row: WebhookAttemptsTable): WebhookAttempt => ({
+  object: 'webhook_attempt',
+  at: row.at,
+  status_code: row.status_code,
+  duration_ms: row.duration_ms,
+  error: row.error,
+  response_excerpt: row.response_excerpt,
+})

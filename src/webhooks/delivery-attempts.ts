@@ -6,6 +6,7 @@ import { markDue } from './deliveries.store.js'
 import type { ClaimedDelivery } from './delivery-claim.js'
 import { disableEndpoint, setEndpointColumns } from './endpoints.store.js'
 import type { DeliveryResult } from './webhook-post.js'
+import type { WebhookAttemptsTable } from './webhooks.table.js'
 
 /** Failing this long without a success disables an endpoint (`failing`). */
 export const FAILING_DISABLE_MS = 5 * 86_400_000
@@ -66,6 +67,7 @@ export async function recordAttempts(
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
   return db.transaction().execute(async (trx) => {
     const records: AttemptRecord[] = new Array(attempts.length)
+    const history: WebhookAttemptsTable[] = []
     // Per endpoint: its row is read once, and due_at brought forward once after its last attempt.
     let group:
       | { key: string; accountId: string; endpointId: string; state: EndpointState; recorded: boolean }
@@ -83,13 +85,38 @@ export async function recordAttempts(
         group = { key, accountId, endpointId, state: await endpointState(trx, accountId, endpointId), recorded: false }
       }
       const record = await recordOne(trx, attempt, policy, now, group.state)
-      group.recorded ||= record.status !== 'stale'
+      if (record.status !== 'stale') {
+        group.recorded = true
+        history.push(attemptRow(attempt))
+      }
       records[index] = record
     }
     await closeGroup()
+    // One statement for the batch's history: its rows are in the same commit as the deliveries'.
+    for (let at = 0; at < history.length; at += HISTORY_ROWS_PER_INSERT) {
+      await trx
+        .insertInto('webhook_attempts')
+        .values(history.slice(at, at + HISTORY_ROWS_PER_INSERT))
+        .execute()
+    }
     return records
   })
 }
+
+/** Well under SQLite's limit of bound parameters in one statement. */
+const HISTORY_ROWS_PER_INSERT = 500
+
+/** The history row of an attempt that was recorded: its number is the delivery's count after it. */
+const attemptRow = ({ delivery, startedAt, result }: Attempt): WebhookAttemptsTable => ({
+  account_id: delivery.account_id,
+  delivery_id: delivery.id,
+  attempt: delivery.attempts + 1,
+  at: startedAt.toISOString(),
+  status_code: result.statusCode,
+  duration_ms: result.durationMs,
+  error: result.error,
+  response_excerpt: result.excerpt,
+})
 
 interface EndpointState {
   status: 'enabled' | 'disabled' | undefined

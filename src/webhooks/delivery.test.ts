@@ -8,13 +8,14 @@ import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from '../../test/harness.js'
 import { createContact } from '../../test/helpers.js'
 import { startReceiver, type WebhookReceiver } from '../../test/webhook-receiver.js'
+import { startTestWorker, until } from '../../test/webhook-worker.js'
 import { testTenant } from '../accounts/tenant.js'
 import { manualClock } from '../lib/clock.js'
 import { purgeExpiredDeliveries } from './deliveries.store.js'
 import { recordAttempt } from './delivery-attempts.js'
 import { type ClaimedDelivery, claimDeliveries } from './delivery-claim.js'
 import { dispatchEvents } from './delivery-dispatch.js'
-import { type DeliveryWorker, startDeliveryWorker } from './delivery-worker.js'
+import type { DeliveryWorker } from './delivery-worker.js'
 import { createEndpoint, retryEndpointDelivery, rollSecret, sendTestEvent } from './endpoint-lifecycle.js'
 import type { CreateEndpointInput } from './endpoints.js'
 import { encryptSecret, webhookSecretKey } from './secrets.js'
@@ -57,20 +58,7 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
   })
 
   const startWorker = (options: { perEndpoint?: number; concurrency?: number } = {}) => {
-    const { config } = t.deps
-    worker = startDeliveryWorker({
-      db: t.db,
-      clock,
-      metrics: t.deps.metrics,
-      log: { warn: () => {} },
-      secretKey: t.deps.webhooks.secretKey,
-      timeoutMs: config.webhooks.timeoutMs,
-      retryScheduleS: config.webhooks.retryScheduleS,
-      allowPrivateUrls: true,
-      pollMs: 20,
-      random: () => 0.5, // no jitter: retry times are exact
-      ...options,
-    })
+    worker = startTestWorker(t, clock, options)
     return worker
   }
   const addEndpoint = (account: TestAccount, input: Partial<CreateEndpointInput> & { path?: string } = {}) => {
@@ -85,16 +73,6 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
   }
   const deliveries = (endpointId: string): Promise<WebhookDeliveriesTable[]> =>
     t.db.selectFrom('webhook_deliveries').selectAll().where('endpoint_id', '=', endpointId).orderBy('id').execute()
-  const until = async <T>(read: () => Promise<T>, done: (value: T) => boolean, timeoutMs = 5000): Promise<T> => {
-    const deadline = Date.now() + timeoutMs
-    for (;;) {
-      const value = await read()
-      if (done(value) || Date.now() > deadline) {
-        return value
-      }
-      await new Promise((resolve) => setTimeout(resolve, 10))
-    }
-  }
   const advance = (seconds: number) => {
     clock.advance(seconds * 1000)
     worker?.wake()

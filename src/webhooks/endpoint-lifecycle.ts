@@ -5,7 +5,13 @@ import { type AuditAction, type AuditActor, recordAudit } from '../audit/audit.j
 import type { Database } from '../db/schema.js'
 import { type Db, inTransaction, type Trx } from '../db/transaction.js'
 import { AppError, invalidParameter } from '../http/errors.js'
-import { type DeliveryRow, findDelivery, insertTestDelivery, retryDelivery } from './deliveries.store.js'
+import {
+  type DeliveryRow,
+  findDelivery,
+  insertTestDelivery,
+  recoverDeliveries,
+  retryDelivery,
+} from './deliveries.store.js'
 import {
   type CreateEndpointInput,
   ENDPOINTS_PER_ACCOUNT_MAX,
@@ -190,6 +196,50 @@ export async function retryEndpointDelivery(
     await audit(trx, accountId, actor, 'webhook_delivery.retried', deliveryId, { endpoint_id: endpointId }, now)
     await within?.(trx, retried)
     return retried
+  })
+}
+
+export interface RecoveryRange {
+  since: string
+  /** Default: now. */
+  until?: string | undefined
+}
+
+export interface Recovery {
+  since: string
+  until: string
+  queued: number
+}
+
+/**
+ * Every `failed` delivery of the endpoint created in [since, until) is attempted once more, now (202):
+ * refused while the endpoint is disabled, and for a range that starts in the future or ends before it
+ * starts (`until` may be later than now: nothing is created there yet).
+ */
+export async function recoverEndpointDeliveries(
+  deps: WebhookActionsDeps,
+  accountId: string,
+  endpointId: string,
+  range: RecoveryRange,
+  actor: Actor,
+  now: Date,
+  within?: (trx: Trx, recovery: Recovery) => Promise<void>,
+): Promise<Recovery> {
+  const since = Date.parse(range.since)
+  const until = range.until === undefined ? now.getTime() : Date.parse(range.until)
+  if (since > now.getTime()) {
+    throw invalidParameter('since', 'must not be in the future')
+  }
+  if (until <= since) {
+    throw invalidParameter('until', 'must be later than since')
+  }
+  return inTransaction(deps.db, async (trx) => {
+    await enabledEndpoint(trx, accountId, endpointId)
+    const bounds = { since: new Date(since).toISOString(), until: new Date(until).toISOString() }
+    const recovery = { ...bounds, queued: await recoverDeliveries(trx, accountId, endpointId, bounds, now) }
+    await audit(trx, accountId, actor, 'webhook_endpoint.recovered', endpointId, { ...recovery }, now)
+    await within?.(trx, recovery)
+    return recovery
   })
 }
 

@@ -2,7 +2,7 @@
 // deliveries. The actions are endpoint-lifecycle.ts's, shared with the web app.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { Type } from '@sinclair/typebox'
+import { type Static, Type } from '@sinclair/typebox'
 import type { FastifyReply, FastifyRequest, HookHandlerDoneFunction } from 'fastify'
 import type { Trx } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
@@ -11,14 +11,16 @@ import { AppError } from '../http/errors.js'
 import { BODY_OPTIONAL } from '../http/openapi-components.js'
 import { apiProblems, emptyResponse, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
-import { IdParams, ListQuery, NoQuery } from '../http/schemas.js'
+import { IdParams, ListQuery, NoQuery, PrefixedId, Timestamp } from '../http/schemas.js'
 import { answerWithWrite, type IdempotentAnswer, sealAnswer, sendAnswer } from '../idempotency/idempotency.js'
-import { ListDeliveriesQuery, toDelivery, WebhookDeliverySchema } from './deliveries.js'
-import { findDelivery, listDeliveryRows } from './deliveries.store.js'
+import { ListDeliveriesQuery, toDelivery, WebhookAttemptSchema, WebhookDeliverySchema } from './deliveries.js'
+import { type DeliveryRow, findDelivery, listAttemptRows, listDeliveryRows } from './deliveries.store.js'
 import {
   changeEndpoint,
   createEndpoint,
   type EndpointWithSecret,
+  type Recovery,
+  recoverEndpointDeliveries,
   removeEndpoint,
   requireEndpoint,
   retryEndpointDelivery,
@@ -49,6 +51,53 @@ const DeliveryParams = Type.Object(
 )
 
 const ListEndpointsQuery = Type.Object({ ...ListQuery }, { additionalProperties: false })
+const ListAttemptsQuery = Type.Object({ ...ListQuery }, { additionalProperties: false })
+
+const RecoverBody = Type.Object(
+  {
+    since: Type.String({
+      format: 'date-time',
+      maxLength: 40,
+      description: 'RFC 3339: failed deliveries created at or after this time (not in the future).',
+    }),
+    until: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 40,
+        description: 'RFC 3339: … and before this time, later than `since`. Default: now.',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+)
+
+const RecoverySchema = Type.Object(
+  {
+    object: Type.Literal('webhook_recovery'),
+    endpoint_id: PrefixedId('webhookEndpoint'),
+    since: Timestamp,
+    until: Timestamp,
+    queued: Type.Integer({
+      format: 'int32',
+      minimum: 0,
+      maximum: 2_147_483_647,
+      description: 'How many failed deliveries were queued again.',
+    }),
+  },
+  {
+    $id: 'WebhookRecovery',
+    additionalProperties: false,
+    examples: [
+      {
+        object: 'webhook_recovery',
+        endpoint_id: 'we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F',
+        since: '2026-11-22T00:00:00.000Z',
+        until: '2026-11-22T12:00:00.000Z',
+        queued: 42,
+      },
+    ],
+  },
+)
 
 /** The endpoint and, this once, its secret: the create and roll_secret answers. */
 const withSecret = ({ endpoint, secret }: EndpointWithSecret): string =>
@@ -89,6 +138,16 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
   // Full access even to read: a URL may carry a token and a delivery shows the receiver's answer
   // (docs/api-decisions.md#webhook-endpoints-need-full-access-even-to-read).
   requireFullAccess(app, 'Webhook endpoints')
+
+  /** One of the account's endpoint's deliveries, or not_found (the endpoint's own, when it is missing). */
+  async function requireDelivery(accountId: string, params: Static<typeof DeliveryParams>): Promise<DeliveryRow> {
+    const endpointId = (await requireEndpoint(db, accountId, params.id)).id
+    const delivery = await findDelivery(db, accountId, endpointId, params.delivery_id)
+    if (!delivery) {
+      throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
+    }
+    return delivery
+  }
 
   app.get(
     '',
@@ -272,6 +331,41 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
     },
   )
 
+  app.post(
+    '/:id/recover',
+    {
+      schema: {
+        operationId: 'recoverWebhookDeliveries',
+        summary: 'Resend failed deliveries',
+        description:
+          '202: every `failed` delivery of this endpoint created in [`since`, `until`) is attempted once more, now; the answer says how many. A disabled endpoint is 409 `endpoint_disabled`; `since` in the future or `until` not after it is 400.',
+        params: IdParams,
+        querystring: NoQuery,
+        body: RecoverBody,
+        response: {
+          202: jsonResponse(RecoverySchema, 'The failed deliveries of the range, queued again.'),
+          ...apiProblems(...QUEUE_PROBLEMS),
+        },
+      },
+    },
+    async (request, reply) => {
+      const endpointId = request.params.id
+      const answerOf = (recovery: Recovery): IdempotentAnswer =>
+        json(202, { object: 'webhook_recovery', endpoint_id: endpointId, ...recovery })
+      return answerWrite(request, reply, answerOf, (within) =>
+        recoverEndpointDeliveries(
+          deps.webhooks,
+          authOf(request).tenant.id,
+          endpointId,
+          request.body,
+          undefined,
+          now(),
+          within,
+        ),
+      )
+    },
+  )
+
   app.get(
     '/:id/deliveries',
     {
@@ -321,13 +415,41 @@ export const webhookEndpointsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> =
       },
     },
     async (request, reply) => {
-      const accountId = authOf(request).tenant.id
-      const endpointId = (await requireEndpoint(db, accountId, request.params.id)).id
-      const delivery = await findDelivery(db, accountId, endpointId, request.params.delivery_id)
-      if (!delivery) {
-        throw new AppError('not_found', 'No delivery with this id exists for this endpoint.')
-      }
+      const delivery = await requireDelivery(authOf(request).tenant.id, request.params)
       return sendAnswer(reply, json(200, toDelivery(delivery)))
+    },
+  )
+
+  app.get(
+    '/:id/deliveries/:delivery_id/attempts',
+    {
+      schema: {
+        operationId: 'listWebhookAttempts',
+        summary: "List a delivery's attempts",
+        description:
+          "Every attempt of the delivery, oldest first: when, the receiver's status, how long it took, why it failed, and the start of its answer. Pass next_cursor back as `after`.",
+        params: DeliveryParams,
+        querystring: ListAttemptsQuery,
+        response: {
+          200: jsonResponse(
+            ListEnvelope('WebhookAttemptList', 'attempts', WebhookAttemptSchema),
+            'A page of attempts.',
+          ),
+          ...apiProblems('insufficient_scope', 'invalid_cursor', 'not_found'),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { limit, after } = request.query
+      const accountId = authOf(request).tenant.id
+      const delivery = await requireDelivery(accountId, request.params)
+      return sendPage(
+        reply,
+        deps.secret,
+        { list: 'attempts', accountId, filters: { delivery_id: delivery.id } },
+        { limit, after },
+        (position) => listAttemptRows(db, accountId, delivery.id, position),
+      )
     },
   )
 

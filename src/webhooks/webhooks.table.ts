@@ -39,6 +39,18 @@ export interface WebhookDeliveriesTable {
   created_at: string
 }
 
+/** One attempt of a delivery; `attempt` counts from 1 (delivery-attempts.ts writes them). */
+export interface WebhookAttemptsTable {
+  account_id: string
+  delivery_id: string
+  attempt: number
+  at: string
+  status_code: number | null
+  duration_ms: number
+  error: string | null
+  response_excerpt: string
+}
+
 /** Where the fan-out has got to in the events feed: one row, `events`. */
 export interface WebhookDispatchTable {
   name: string

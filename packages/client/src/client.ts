@@ -33,11 +33,15 @@ import {
   type ListContactsQuery,
   type ListEventsQuery,
   type ListRequestLogsQuery,
+  type ListWebhookAttemptsQuery,
   type ListWebhookDeliveriesQuery,
   type ListWebhookEndpointsQuery,
+  type RecoverInput,
   type RequestLog,
   type RequestLogPage,
   type RollSecretInput,
+  type WebhookAttempt,
+  type WebhookAttemptPage,
   type WebhookDelivery,
   type WebhookDeliveryPage,
   type WebhookEndpoint,
@@ -45,6 +49,7 @@ import {
   type WebhookEndpointPage,
   type WebhookEndpointPatch,
   type WebhookEndpointWithSecret,
+  type WebhookRecovery,
 } from './types.js'
 import { USER_AGENT } from './version.js'
 
@@ -275,6 +280,35 @@ export function createClient(options: ClientOptions) {
       ok(api.GET('/api/v1/events/{id}', { params: { path: { id } }, ...init })),
   }
 
+  const attempts = {
+    /** One page of a delivery's attempts, oldest first. */
+    list: (
+      endpointId: string,
+      deliveryId: string,
+      query?: ListWebhookAttemptsQuery,
+      init?: RequestOptions,
+    ): Promise<WithLastResponse<WebhookAttemptPage>> =>
+      ok(
+        api.GET('/api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/attempts', {
+          params: {
+            path: { id: endpointId, delivery_id: deliveryId },
+            query: exactQuery<'listWebhookAttempts'>(query),
+          },
+          ...init,
+        }),
+      ),
+    all: (
+      endpointId: string,
+      deliveryId: string,
+      query: Omit<ListWebhookAttemptsQuery, 'after'> = {},
+    ): AsyncGenerator<WithLastResponse<WebhookAttempt>, void, undefined> =>
+      walk(
+        (q: ListWebhookAttemptsQuery) => attempts.list(endpointId, deliveryId, q),
+        'attempts',
+        query as ListWebhookAttemptsQuery,
+      ),
+  }
+
   const deliveries = {
     list: (
       endpointId: string,
@@ -303,6 +337,7 @@ export function createClient(options: ClientOptions) {
           ...init,
         }),
       ),
+    attempts,
     /** 202: one more attempt, now. */
     retry: (endpointId: string, deliveryId: string, init?: WriteOptions): Promise<WithLastResponse<WebhookDelivery>> =>
       ok(
@@ -360,6 +395,15 @@ export function createClient(options: ClientOptions) {
     /** 202: sends a `webhook.test` event to the endpoint. */
     test: (id: string, init?: WriteOptions): Promise<WithLastResponse<WebhookDelivery>> =>
       ok(api.POST('/api/v1/webhook_endpoints/{id}/test', { params: { path: { id } }, body: {}, ...writeInit(init) })),
+    /** 202: every `failed` delivery created in [`since`, `until`) is attempted once more; `queued` says how many. */
+    recover: (id: string, input: RecoverInput, init?: WriteOptions): Promise<WithLastResponse<WebhookRecovery>> =>
+      ok(
+        api.POST('/api/v1/webhook_endpoints/{id}/recover', {
+          params: { path: { id } },
+          body: input,
+          ...writeInit(init),
+        }),
+      ),
     deliveries,
   }
 

@@ -35,11 +35,15 @@ export type {
   ListContactsQuery,
   ListEventsQuery,
   ListRequestLogsQuery,
+  ListWebhookAttemptsQuery,
   ListWebhookDeliveriesQuery,
   ListWebhookEndpointsQuery,
+  RecoverInput,
   RequestLog,
   RequestLogPage,
   RollSecretInput,
+  WebhookAttempt,
+  WebhookAttemptPage,
   WebhookDelivery,
   WebhookDeliveryPage,
   WebhookEndpoint,
@@ -48,6 +52,7 @@ export type {
   WebhookEndpointPatch,
   WebhookEndpointWithSecret,
   WebhookEvent,
+  WebhookRecovery,
 } from './types.js'
 export { USER_AGENT, VERSION } from './version.js'
 export {

@@ -619,6 +619,45 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/webhook_endpoints/{id}/recover": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resend failed deliveries
+         * @description 202: every `failed` delivery of this endpoint created in [`since`, `until`) is attempted once more, now; the answer says how many. A disabled endpoint is 409 `endpoint_disabled`; `since` in the future or `until` not after it is 400.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl -X POST 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/recover' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY" \
+         *       -H 'Idempotency-Key: 137f7cf2-feab-8425-6a15-70dbd0de24e0' \
+         *       -H 'Content-Type: application/json' \
+         *       -d '{"since":"2026-11-22T00:00:00Z"}'
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const recovery = await client.webhookEndpoints.recover('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', { since: '2026-11-22T00:00:00Z' })
+         *     ```
+         */
+        post: operations["recoverWebhookDeliveries"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/webhook_endpoints/{id}/deliveries": {
         parameters: {
             query?: never;
@@ -683,6 +722,42 @@ export interface paths {
          *     ```
          */
         get: operations["getWebhookDelivery"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/webhook_endpoints/{id}/deliveries/{delivery_id}/attempts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a delivery's attempts
+         * @description Every attempt of the delivery, oldest first: when, the receiver's status, how long it took, why it failed, and the start of its answer. Pass next_cursor back as `after`.
+         *
+         *     **curl**
+         *
+         *     ```sh
+         *     curl 'http://127.0.0.1:3000/api/v1/webhook_endpoints/we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F/deliveries/wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G/attempts' \
+         *       -H "Authorization: Bearer $CONTACTS_API_KEY"
+         *     ```
+         *
+         *     **TypeScript SDK**
+         *
+         *     ```ts
+         *     import { createClient } from '@contacts-api/client'
+         *
+         *     const client = createClient({ baseUrl: 'http://127.0.0.1:3000', apiKey: process.env.CONTACTS_API_KEY ?? '' })
+         *     const page = await client.webhookEndpoints.deliveries.attempts.list('we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F', 'wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G')
+         *     ```
+         */
+        get: operations["listWebhookAttempts"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1491,6 +1566,51 @@ export interface components {
         };
         /**
          * @example {
+         *       "object": "webhook_attempt",
+         *       "at": "2026-11-22T10:00:01.000Z",
+         *       "status_code": 503,
+         *       "duration_ms": 31,
+         *       "error": null,
+         *       "response_excerpt": "upstream unavailable"
+         *     }
+         */
+        WebhookAttempt: {
+            /** @constant */
+            object: "webhook_attempt";
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            at: string;
+            status_code: number | null;
+            /** Format: int32 */
+            duration_ms: number;
+            error: string | null;
+            /** @description At most the first 1 KB of the response body. */
+            response_excerpt: string;
+        };
+        /**
+         * @example {
+         *       "attempts": [
+         *         {
+         *           "object": "webhook_attempt",
+         *           "at": "2026-11-22T10:00:01.000Z",
+         *           "status_code": 503,
+         *           "duration_ms": 31,
+         *           "error": null,
+         *           "response_excerpt": "upstream unavailable"
+         *         }
+         *       ],
+         *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+         *     }
+         */
+        WebhookAttemptList: {
+            attempts: components["schemas"]["WebhookAttempt"][];
+            next_cursor: string | null;
+        };
+        /**
+         * @example {
          *       "object": "webhook_delivery",
          *       "id": "wd_01JD3Z8Q4R5S6T7V8W9X0Y1Z2G",
          *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
@@ -1695,6 +1815,37 @@ export interface components {
             livemode: boolean;
             /** @description The signing secret. Shown in this response only. */
             secret: string;
+        };
+        /**
+         * @example {
+         *       "object": "webhook_recovery",
+         *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+         *       "since": "2026-11-22T00:00:00.000Z",
+         *       "until": "2026-11-22T12:00:00.000Z",
+         *       "queued": 42
+         *     }
+         */
+        WebhookRecovery: {
+            /** @constant */
+            object: "webhook_recovery";
+            endpoint_id: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            since: string;
+            /**
+             * Format: date-time
+             * @description RFC 3339 UTC with milliseconds
+             * @example 2026-11-22T10:00:00.000Z
+             */
+            until: string;
+            /**
+             * Format: int32
+             * @description How many failed deliveries were queued again.
+             */
+            queued: number;
         };
         /** @description A test event; `data.object` names the endpoint it was sent to. */
         WebhookTestPayload: {
@@ -4846,6 +4997,219 @@ export interface operations {
             };
         };
     };
+    recoverWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes the POST safe to retry: the same key with the same body within 24 h replays the first answer (with `Idempotent-Replayed: true`); with another body it is 422 `idempotency_key_reused`, and while the first is still running 409 `idempotency_key_in_use`. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339: failed deliveries created at or after this time (not in the future).
+                     */
+                    since: string;
+                    /**
+                     * Format: date-time
+                     * @description RFC 3339: … and before this time, later than `since`. Default: now.
+                     */
+                    until?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The failed deliveries of the range, queued again. */
+            202: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "object": "webhook_recovery",
+                     *       "endpoint_id": "we_01JD3Z8Q4R5S6T7V8W9X0Y1Z2F",
+                     *       "since": "2026-11-22T00:00:00.000Z",
+                     *       "until": "2026-11-22T12:00:00.000Z",
+                     *       "queued": 42
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookRecovery"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`). */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Endpoint disabled (`endpoint_disabled`), Idempotency key in use (`idempotency_key_in_use`). */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Payload too large (`payload_too_large`). */
+            413: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Unsupported media type (`unsupported_media_type`). */
+            415: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Idempotency key reused (`idempotency_key_reused`). */
+            422: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error (`internal_error`). */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (`service_unavailable`). */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
@@ -5056,6 +5420,159 @@ export interface operations {
                 };
             };
             /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
+            400: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Invalid API key (`invalid_api_key`). The same body for a missing, malformed, unknown, revoked or expired key. */
+            401: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitFailedAuth"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicyFailedAuth"];
+                    "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Insufficient scope (`insufficient_scope`). */
+            403: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Not found (`not_found`). */
+            404: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request timeout (`request_timeout`). */
+            408: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Rate limited (`rate_limited`). */
+            429: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimitSpent"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicySpent"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Request headers too large (`headers_too_large`). */
+            431: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Internal error (`internal_error`). */
+            500: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description Service unavailable (`service_unavailable`). */
+            503: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    listWebhookAttempts: {
+        parameters: {
+            query?: {
+                /** @description Items per page, 1-100; may change between pages. */
+                limit?: number;
+                /** @description The next_cursor of the previous page, passed back unchanged. */
+                after?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+                delivery_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of attempts. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "attempts": [
+                     *         {
+                     *           "object": "webhook_attempt",
+                     *           "at": "2026-11-22T10:00:01.000Z",
+                     *           "status_code": 503,
+                     *           "duration_ms": 31,
+                     *           "error": null,
+                     *           "response_excerpt": "upstream unavailable"
+                     *         }
+                     *       ],
+                     *       "next_cursor": "eyJ2IjoyLCJsIjoiY29udGFjdHMiLCJhIjoiYWNjdF8wMUpEM1o4UTRSNVM2VDdWOFc5WDBZMVoyRCIsImYiOiJ4In0.c2lnbmF0dXJlLWV4YW1wbGU"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["WebhookAttemptList"];
+                };
+            };
+            /** @description Invalid request (`invalid_request`), Invalid parameter (`invalid_parameter`), Invalid cursor (`invalid_cursor`). A URL that cannot be read (bad percent-encoding, %00) is refused before authentication, without RateLimit headers. */
             400: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];

@@ -57,6 +57,13 @@ export type ListWebhookEndpointsQuery = QueryOf<'listWebhookEndpoints'>
 export type WebhookDelivery = ResponseBody<'getWebhookDelivery', 200>
 export type WebhookDeliveryPage = ResponseBody<'listWebhookDeliveries', 200>
 export type ListWebhookDeliveriesQuery = QueryOf<'listWebhookDeliveries'>
+/** One attempt of a delivery: when, the receiver's status, how long, why it failed, its answer's start. */
+export type WebhookAttempt = WebhookAttemptPage['attempts'][number]
+export type WebhookAttemptPage = ResponseBody<'listWebhookAttempts', 200>
+export type ListWebhookAttemptsQuery = QueryOf<'listWebhookAttempts'>
+/** `since` and optional `until` (RFC 3339): the failed deliveries created in between are resent. */
+export type RecoverInput = RequestBody<'recoverWebhookDeliveries'>
+export type WebhookRecovery = ResponseBody<'recoverWebhookDeliveries', 202>
 
 export type RequestLog = ResponseBody<'getRequestLog', 200>
 export type RequestLogPage = ResponseBody<'listRequestLogs', 200>

@@ -506,6 +506,22 @@ describe.each(testDialects())('SDK against the server on %s', (dialect) => {
     }
     expect(deliveries.map((d) => d.id)).toContain(delivery.id)
     expect(await sdk.webhookEndpoints.deliveries.get(endpoint.id, delivery.id)).toMatchObject({ id: delivery.id })
+    // No worker runs here: the delivery has no attempt yet, and nothing has failed to recover.
+    const attempts = await sdk.webhookEndpoints.deliveries.attempts.list(endpoint.id, delivery.id, { limit: 5 })
+    expect(attempts).toEqual({ attempts: [], next_cursor: null })
+    for await (const _ of sdk.webhookEndpoints.deliveries.attempts.all(endpoint.id, delivery.id)) {
+      expect.unreachable('no attempt was made')
+    }
+    const since = new Date(Date.now() - 3_600_000).toISOString()
+    const recovery = await sdk.webhookEndpoints.recover(endpoint.id, { since })
+    expect(recovery).toMatchObject({ object: 'webhook_recovery', endpoint_id: endpoint.id, since, queued: 0 })
+    expect(recovery.lastResponse.statusCode).toBe(202)
+    const future = new Date(Date.now() + 3_600_000).toISOString()
+    await expect(sdk.webhookEndpoints.recover(endpoint.id, { since: future })).rejects.toMatchObject({
+      status: 400,
+      code: 'invalid_parameter',
+      fieldErrors: [{ field: 'since', message: 'must not be in the future' }],
+    })
     await sdk.webhookEndpoints.delete(endpoint.id)
     await expect(sdk.webhookEndpoints.get(endpoint.id)).rejects.toMatchObject({ status: 404 })
   })

@@ -18,3 +18,4 @@ export * as m20261128T120000_api_key_creator from './20261128T120000-api-key-cre
 export * as m20261128T130000_api_key_exposure from './20261128T130000-api-key-exposure.js'
 export * as m20261128T140000_request_logs from './20261128T140000-request-logs.js'
 export * as m20261128T180000_request_log_lz4 from './20261128T180000-request-log-lz4.js'
+export * as m20261128T210000_webhook_attempts from './20261128T210000-webhook-attempts.js'

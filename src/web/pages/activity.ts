@@ -16,6 +16,7 @@ const AUDIT_ACTIONS: Record<AuditAction, string> = {
   'webhook_endpoint.secret_revealed': 'Webhook secret revealed',
   'webhook_endpoint.test_sent': 'Webhook test event sent',
   'webhook_delivery.retried': 'Webhook delivery resent',
+  'webhook_endpoint.recovered': 'Failed webhook deliveries resent',
 }
 
 /** Why a key was revoked, when not by hand. */

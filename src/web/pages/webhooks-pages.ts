@@ -2,7 +2,7 @@
 // delivery's detail. Receivers' answers are untrusted text: html`` escapes them, never raw().
 import type { AuditRecord } from '../../audit/audit.js'
 import { EVENT_TYPES } from '../../events/events.js'
-import type { WebhookDelivery } from '../../webhooks/deliveries.js'
+import type { WebhookAttempt, WebhookDelivery } from '../../webhooks/deliveries.js'
 import type { WebhookEndpoint } from '../../webhooks/endpoints.js'
 import { type Html, html } from '../html.js'
 import { activityTable, apiSubnav } from './activity.js'
@@ -139,6 +139,8 @@ export function endpointPage(
     endpoint: WebhookEndpoint
     deliveries: WebhookDelivery[]
     oldSecretUntil: string | null
+    /** The recover form's time, as datetime-local shows it (UTC). */
+    recoverSince: string
     revealed?: string
     notice?: string
     error?: string
@@ -181,6 +183,11 @@ ${
 <form method="post" action="${url}/status">${csrfInput(context.csrf)}<input type="hidden" name="status" value="${enabled ? 'disabled' : 'enabled'}"><button class="secondary" type="submit">${enabled ? 'Disable endpoint' : 'Enable endpoint'}</button></form>
 <a class="button secondary" href="${url}/delete">Delete…</a>
 </div>
+<form class="card actions-row" method="post" action="${url}/recover">${csrfInput(context.csrf)}
+<label for="recover-since">Resend all failed since <span class="hint">UTC</span></label>
+<input id="recover-since" name="since" type="datetime-local" step="1" required value="${data.recoverSince}">
+<button class="secondary" type="submit" ${enabled ? '' : html`disabled`}>Resend failed</button>
+<p class="hint">Every delivery created since then that ended as failed gets one more attempt.</p></form>
 
 <h2>Recent deliveries</h2>
 <div class="table-wrap"><table class="cards deliveries">
@@ -239,6 +246,8 @@ export function deliveryPage(
     home: string
     endpoint: WebhookEndpoint
     delivery: WebhookDelivery
+    /** Its latest attempts, oldest first, each with its number. */
+    attempts: Array<WebhookAttempt & { number: number }>
     /** The exact body sent; undefined once its event is purged. */
     body: string | undefined
     notice?: string
@@ -268,6 +277,9 @@ ${alerts(data)}
 <form method="post" action="${url}/deliveries/${delivery.id}/retry">${csrfInput(context.csrf)}<button type="submit">Resend</button></form>
 </div>
 
+<h2>Attempts</h2>
+${attemptsTable(data.attempts, delivery.attempts)}
+
 <h2>Request headers</h2>
 <div class="table-wrap"><table class="headers"><tbody>
 ${header('content-type', 'application/json')}
@@ -287,6 +299,22 @@ ${
     : html`<p class="hint">No response yet.</p>`
 }`,
   )
+}
+
+function attemptsTable(attempts: Array<WebhookAttempt & { number: number }>, total: number): Html {
+  if (attempts.length === 0) {
+    return html`<p class="hint">Not attempted yet.</p>`
+  }
+  const earlier = total - attempts.length
+  return html`${earlier > 0 ? html`<p class="hint">The latest ${attempts.length} of ${total} attempts; the API lists every one.</p>` : ''}
+<div class="table-wrap"><table class="cards attempts">
+<thead><tr><th>#</th><th>At</th><th>HTTP</th><th>Duration</th><th>Response</th></tr></thead>
+<tbody>${attempts.map(
+    (a) => html`<tr data-attempt="${a.number}"><td>${a.number}</td><td data-label="At">${when(a.at)}</td>
+<td data-label="HTTP">${a.status_code ?? html`<span class="hint">${a.error ?? '—'}</span>`}</td>
+<td data-label="Duration">${a.duration_ms} ms</td>
+<td data-label="Response">${a.response_excerpt === '' ? html`<span class="hint">(empty)</span>` : html`<details><summary>${a.error ?? 'Answer'}</summary><pre class="payload response">${a.response_excerpt}</pre></details>`}</td></tr>`,
+  )}</tbody></table></div>`
 }
 
 function body(text: string | undefined): Html {
