@@ -297,7 +297,12 @@ export async function runWebhooks(
     }
   }
   const headers = { authorization: `Bearer ${base.key}` }
-  const startProcess = async (role: 'serve' | 'worker', worker: boolean, nodeArgs: string[] = []) => {
+  const startProcess = async (
+    role: 'serve' | 'worker',
+    worker: boolean,
+    nodeArgs: string[] = [],
+    core = kit.serverCore,
+  ) => {
     const port = await kit.freePort()
     const env = {
       ...process.env,
@@ -310,7 +315,7 @@ export async function runWebhooks(
       WEBHOOK_WORKER: worker ? 'on' : 'off',
       WEBHOOK_ALLOW_PRIVATE_URLS: 'true',
     }
-    const child = kit.spawnNode([...nodeArgs, 'dist/main.js', role], kit.serverCore, kit.taskset, env)
+    const child = kit.spawnNode([...nodeArgs, 'dist/main.js', role], core, kit.taskset, env)
     let stderr = ''
     child.stderr?.on('data', (chunk) => {
       stderr = (stderr + chunk).slice(-4000)
@@ -378,9 +383,12 @@ export async function runWebhooks(
   )
   await removeAll(backlogIds)
 
-  // 2. Lag: serve with its worker, writes at a fixed rate, 2 endpoints.
+  // 2. Lag: serve, and `contacts-api worker` as production runs it, in a process of its own on the
+  // other core (the load generator's: at this rate it leaves most of that core free); writes at a
+  // fixed rate, 2 endpoints.
   await addEndpoints('lag', 2)
-  const server = await startProcess('serve', true)
+  const server = await startProcess('serve', false)
+  const lagWorker = await startProcess('worker', true, [], kit.loadCore)
   const serverPinned = new Set<number>()
   const lagSpec: LoadSpec = {
     url: server.url,
@@ -419,6 +427,7 @@ export async function runWebhooks(
   if (lagStats.count < 2 * round.requests) {
     throw new Error(`${db} webhooks lag: ${lagStats.count} deliveries, ${2 * round.requests} expected`)
   }
+  await kit.stopProcess(lagWorker.child)
   await kit.stopProcess(server.child)
 
   // 3. Writes with and without endpoints, WEBHOOK_WORKER=off (see the header).

@@ -1,5 +1,6 @@
 // Recording attempts' outcomes: retry, success, failure, disabling (docs/design.md#delivery-queue).
-import type { Kysely } from 'kysely'
+import { type Kysely, sql } from 'kysely'
+import { PLAN_PER_CALL } from '../db/database.js'
 import type { Database } from '../db/schema.js'
 import type { Trx } from '../db/transaction.js'
 import { markDue } from './deliveries.store.js'
@@ -52,8 +53,9 @@ export interface Attempt {
 }
 
 /**
- * Records several attempts' outcomes in one transaction: one commit instead of one per attempt. If
- * it fails, none is recorded: their leases run out and they are attempted again.
+ * Records several attempts' outcomes in one transaction: one commit instead of one per attempt, and
+ * per account one statement that writes its deliveries (under their leases) and one that reads its
+ * endpoints. If it fails, none is recorded: their leases run out and they are attempted again.
  */
 export async function recordAttempts(
   db: Kysely<Database>,
@@ -63,40 +65,56 @@ export async function recordAttempts(
 ): Promise<AttemptRecord[]> {
   // One lock order for every writer (dispatchEvents' markDue too): no deadlock on PostgreSQL.
   const order = attempts
-    .map((attempt, index) => ({ key: `${attempt.delivery.account_id} ${attempt.delivery.endpoint_id}`, index }))
+    .map((attempt, index) => ({ key: endpointKey(attempt.delivery), index }))
     .sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
   return db.transaction().execute(async (trx) => {
+    const accounts = indexesByAccount(attempts)
+    const states = await endpointStates(trx, attempts, accounts)
+    // What each attempt makes of its delivery, against its endpoint as the batch found it; an
+    // endpoint disabled by an earlier attempt of the batch fails the later ones below (disableEndpoint).
+    const outcomes = attempts.map((attempt) =>
+      outcomeOf(attempt, policy, now, states.get(endpointKey(attempt.delivery)) as EndpointState),
+    )
+    const written = await writeDeliveries(trx, attempts, accounts, outcomes)
     const records: AttemptRecord[] = new Array(attempts.length)
     const history: WebhookAttemptsTable[] = []
-    // Per endpoint: its row is read once, and due_at brought forward once after its last attempt.
-    let group:
-      | { key: string; accountId: string; endpointId: string; state: EndpointState; recorded: boolean }
-      | undefined
-    const closeGroup = async () => {
-      if (group?.recorded) {
-        await markPending(trx, group.accountId, group.endpointId)
-      }
-    }
+    const disabledEndpoints = new Set<string>()
+    let pending: { accountId: string; endpointId: string } | undefined
     for (const { key, index } of order) {
       const attempt = attempts[index] as Attempt
-      if (group?.key !== key) {
-        await closeGroup()
-        const { account_id: accountId, endpoint_id: endpointId } = attempt.delivery
-        group = { key, accountId, endpointId, state: await endpointState(trx, accountId, endpointId), recorded: false }
+      const { account_id: accountId, endpoint_id: endpointId } = attempt.delivery
+      if (pending && endpointKey({ account_id: pending.accountId, endpoint_id: pending.endpointId }) !== key) {
+        await markPending(trx, pending.accountId, pending.endpointId)
+        pending = undefined
       }
-      const record = await recordOne(trx, attempt, policy, now, group.state)
-      if (record.status !== 'stale') {
-        group.recorded = true
-        history.push(attemptRow(attempt))
+      if (!written.has(deliveryKey(attempt.delivery))) {
+        records[index] = { status: 'stale', disabled: null }
+        continue
       }
-      records[index] = record
+      const disabled = await endpointEffects(trx, attempt, now, states.get(key) as EndpointState)
+      if (disabled) {
+        disabledEndpoints.add(key)
+      }
+      records[index] = { status: (outcomes[index] as Outcome).status, disabled }
+      history.push(attemptRow(attempt))
+      // due_at is brought forward once, after the endpoint's last attempt of the batch.
+      pending = { accountId, endpointId }
     }
-    await closeGroup()
+    if (pending) {
+      await markPending(trx, pending.accountId, pending.endpointId)
+    }
+    for (const { key, index } of order) {
+      const record = records[index] as AttemptRecord
+      if (record.status === 'retrying' && disabledEndpoints.has(key)) {
+        record.status = 'failed'
+      }
+    }
     // One statement for the batch's history: its rows are in the same commit as the deliveries'.
     for (let at = 0; at < history.length; at += HISTORY_ROWS_PER_INSERT) {
       await trx
         .insertInto('webhook_attempts')
         .values(history.slice(at, at + HISTORY_ROWS_PER_INSERT))
+        .modifyEnd(sql.raw(PLAN_PER_CALL))
         .execute()
     }
     return records
@@ -105,6 +123,10 @@ export async function recordAttempts(
 
 /** Well under SQLite's limit of bound parameters in one statement. */
 const HISTORY_ROWS_PER_INSERT = 500
+
+const endpointKey = (delivery: { account_id: string; endpoint_id: string }): string =>
+  `${delivery.account_id} ${delivery.endpoint_id}`
+const deliveryKey = (delivery: { account_id: string; id: string }): string => `${delivery.account_id} ${delivery.id}`
 
 /** The history row of an attempt that was recorded: its number is the delivery's count after it. */
 const attemptRow = ({ delivery, startedAt, result }: Attempt): WebhookAttemptsTable => ({
@@ -123,67 +145,125 @@ interface EndpointState {
   failingSince: string | null
 }
 
-async function endpointState(trx: Trx, accountId: string, endpointId: string): Promise<EndpointState> {
-  const row = await trx
-    .selectFrom('webhook_endpoints')
-    .select(['status', 'failing_since'])
-    .where('account_id', '=', accountId)
-    .where('id', '=', endpointId)
-    .executeTakeFirst()
-  return { status: row?.status, failingSince: row?.failing_since ?? null }
+/** The batch's endpoints as they are, by endpointKey: one statement per account. */
+async function endpointStates(
+  trx: Trx,
+  attempts: readonly Attempt[],
+  accounts: Map<string, number[]>,
+): Promise<Map<string, EndpointState>> {
+  const states = new Map<string, EndpointState>()
+  for (const [accountId, indexes] of accounts) {
+    const endpointIds = new Set(indexes.map((index) => (attempts[index] as Attempt).delivery.endpoint_id))
+    const rows = await trx
+      .selectFrom('webhook_endpoints')
+      .select(['id', 'status', 'failing_since'])
+      .where('account_id', '=', accountId)
+      .where('id', 'in', [...endpointIds].sort())
+      .modifyEnd(sql.raw(PLAN_PER_CALL))
+      .execute()
+    for (const endpointId of endpointIds) {
+      const row = rows.find((r) => r.id === endpointId)
+      const key = endpointKey({ account_id: accountId, endpoint_id: endpointId })
+      states.set(key, { status: row?.status, failingSince: row?.failing_since ?? null })
+    }
+  }
+  return states
 }
 
-/**
- * One attempt's outcome, against the endpoint's `state` (updated as this attempt changes it). The
- * delivery is written first, under its lease: a stale attempt stops there, having changed nothing.
- */
-async function recordOne(
-  trx: Trx,
-  { delivery, startedAt, result, final = false }: Attempt,
+/** The attempts' indexes, per account: each account's statements cover its attempts. */
+function indexesByAccount(attempts: readonly Attempt[]): Map<string, number[]> {
+  const accounts = new Map<string, number[]>()
+  attempts.forEach(({ delivery }, index) => {
+    const indexes = accounts.get(delivery.account_id)
+    if (indexes) {
+      indexes.push(index)
+    } else {
+      accounts.set(delivery.account_id, [index])
+    }
+  })
+  return accounts
+}
+
+interface Outcome {
+  status: AttemptStatus
+  nextAttemptAt: string | null
+}
+
+/** What an attempt makes of its delivery: succeeded, retrying per the schedule, or failed. */
+function outcomeOf(
+  { delivery, result, final = false }: Attempt,
   policy: RetryPolicy,
   now: Date,
   state: EndpointState,
-): Promise<AttemptRecord> {
-  const { account_id: accountId, endpoint_id: endpointId } = delivery
-  const attempts = delivery.attempts + 1
-  const delay = policy.scheduleS[attempts - 1]
+): Outcome {
+  const delay = policy.scheduleS[delivery.attempts]
   const gone = !result.ok && result.statusCode === 410
-  let status: AttemptStatus = 'failed'
-  let nextAttemptAt: string | null = null
   if (result.ok) {
-    status = 'succeeded'
-  } else if (!final && !gone && delay !== undefined && state.status === 'enabled') {
-    status = 'retrying'
+    return { status: 'succeeded', nextAttemptAt: null }
+  }
+  if (!final && !gone && delay !== undefined && state.status === 'enabled') {
     const jittered = delay * 1000 * (0.9 + 0.2 * policy.random())
-    nextAttemptAt = new Date(now.getTime() + jittered).toISOString()
+    return { status: 'retrying', nextAttemptAt: new Date(now.getTime() + jittered).toISOString() }
   }
-  const updated = await trx
-    .updateTable('webhook_deliveries')
-    .set({
-      status,
-      attempts,
-      next_attempt_at: nextAttemptAt,
-      lease_expires_at: null,
-      last_attempt_at: startedAt.toISOString(),
-      last_status_code: result.statusCode,
-      last_duration_ms: result.durationMs,
-      last_error: result.error,
-      last_response_excerpt: result.excerpt,
+  return { status: 'failed', nextAttemptAt: null }
+}
+
+/**
+ * Writes the outcomes to their deliveries, each only under the lease its attempt held: a stale
+ * attempt (its lease was taken over) changes nothing. One statement per account; returns the
+ * deliveries written, by deliveryKey.
+ */
+async function writeDeliveries(
+  trx: Trx,
+  attempts: readonly Attempt[],
+  accounts: Map<string, number[]>,
+  outcomes: Outcome[],
+): Promise<Set<string>> {
+  const written = new Set<string>()
+  for (const [accountId, indexes] of accounts) {
+    const rows = indexes.map((index) => {
+      const { delivery, startedAt, result } = attempts[index] as Attempt
+      const { status, nextAttemptAt } = outcomes[index] as Outcome
+      return sql`(${delivery.id}, ${delivery.lease_expires_at}, ${status}, cast(${delivery.attempts + 1} as integer), ${nextAttemptAt}, ${startedAt.toISOString()}, cast(${result.statusCode} as integer), cast(${result.durationMs} as integer), ${result.error}, ${result.excerpt})`
     })
-    .where('account_id', '=', accountId)
-    .where('id', '=', delivery.id)
-    .where('lease_expires_at', '=', delivery.lease_expires_at)
-    .executeTakeFirst()
-  if (Number(updated.numUpdatedRows) === 0) {
-    return { status: 'stale', disabled: null }
+    // Column names given by the CTE, as both dialects allow; the values' order is the rows'.
+    const { rows: updated } = await sql<{ id: string }>`
+      with v (id, lease, status, attempts, next_attempt_at, attempt_at, status_code, duration_ms, error, excerpt)
+        as (values ${sql.join(rows)})
+      update webhook_deliveries set
+        status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
+        lease_expires_at = null, last_attempt_at = v.attempt_at, last_status_code = v.status_code,
+        last_duration_ms = v.duration_ms, last_error = v.error, last_response_excerpt = v.excerpt
+      from v
+      where webhook_deliveries.account_id = ${accountId} and webhook_deliveries.id = v.id
+        and webhook_deliveries.lease_expires_at = v.lease
+      returning webhook_deliveries.id ${sql.raw(PLAN_PER_CALL)}`.execute(trx)
+    for (const { id } of updated) {
+      written.add(deliveryKey({ account_id: accountId, id }))
+    }
   }
+  return written
+}
+
+/**
+ * What a recorded attempt does to its endpoint, against `state` (updated as it changes it): a
+ * success ends its run of failures; a 410 disables it (`gone`); a failure starts the run, or
+ * disables it (`failing`) once the run has lasted FAILING_DISABLE_MS. Returns the disabling.
+ */
+async function endpointEffects(
+  trx: Trx,
+  { delivery, result, final = false }: Attempt,
+  now: Date,
+  state: EndpointState,
+): Promise<AttemptRecord['disabled']> {
+  const { account_id: accountId, endpoint_id: endpointId } = delivery
   let disabled: AttemptRecord['disabled'] = null
   if (result.ok) {
     if (state.failingSince !== null) {
       await setEndpointColumns(trx, accountId, endpointId, { failing_since: null })
       state.failingSince = null
     }
-  } else if (gone) {
+  } else if (result.statusCode === 410) {
     disabled = (await disableEndpoint(trx, accountId, endpointId, 'gone', now)) ? 'gone' : null
   } else if (!final) {
     if (state.failingSince === null) {
@@ -197,7 +277,7 @@ async function recordOne(
   if (disabled) {
     state.status = 'disabled'
   }
-  return { status: disabled && status === 'retrying' ? 'failed' : status, disabled }
+  return disabled
 }
 
 /** The endpoint may have more waiting: the claim moved due_at past them while its attempts were out. */

@@ -80,23 +80,15 @@ export async function claimDeliveries(
         .execute()
     }
     // What is left due waits for a free slot: a completion moves due_at back (markDue), or REVISIT_MS.
-    const [next, stillDue] = await Promise.all([
-      trx
-        .selectFrom('webhook_deliveries')
-        .select((eb) => eb.fn.min('next_attempt_at').as('at'))
-        .where('account_id', '=', ref.accountId)
-        .where('endpoint_id', '=', ref.id)
-        .where('next_attempt_at', '>', at)
-        .executeTakeFirst(),
-      trx
-        .selectFrom('webhook_deliveries')
-        .select('id')
-        .where('account_id', '=', ref.accountId)
-        .where('endpoint_id', '=', ref.id)
-        .where('next_attempt_at', '<=', at)
-        .limit(1)
-        .executeTakeFirst(),
-    ])
+    // Fewer than `max` due means none is left due; `max` of them, that some may be.
+    const stillDue = due.length >= max
+    const next = await trx
+      .selectFrom('webhook_deliveries')
+      .select((eb) => eb.fn.min('next_attempt_at').as('at'))
+      .where('account_id', '=', ref.accountId)
+      .where('endpoint_id', '=', ref.id)
+      .where('next_attempt_at', '>', at)
+      .executeTakeFirst()
     const revisit = new Date(now.getTime() + REVISIT_MS).toISOString()
     const dueAt = stillDue && (next?.at ?? revisit) > revisit ? revisit : (next?.at ?? null)
     await setEndpointColumns(trx, ref.accountId, ref.id, { due_at: dueAt })

@@ -135,7 +135,8 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     recording = false
   }
 
-  async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<void> {
+  /** Attempts one delivery; resolves with its outcome's recording once the receiver has answered. */
+  async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<{ recorded: Promise<void> }> {
     const startedAt = clock.now()
     if (delivery.attempts === 0) {
       metrics.webhookDeliveryLag.observe(
@@ -168,28 +169,48 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         ...(options.resolve ? { resolve: options.resolve } : {}),
       })
     }
-    const recorded = await record({ delivery, startedAt, result, final: body === undefined })
-    if (recorded.status !== 'stale') {
-      metrics.webhookDeliveries.inc({ outcome: recorded.status })
-    }
+    const recorded = record({ delivery, startedAt, result, final: body === undefined }).then((outcome) => {
+      if (outcome.status !== 'stale') {
+        metrics.webhookDeliveries.inc({ outcome: outcome.status })
+      }
+    })
+    return { recorded }
   }
 
+  /**
+   * An endpoint's slot is its receiver's: freed when the receiver has answered, so the next claim
+   * need not wait for the outcome's commit. The worker's slot (concurrency) is held until the
+   * outcome is recorded, which bounds what waits to be written.
+   */
   function start(endpoint: EndpointRow, delivery: ClaimedDelivery): void {
     const key = `${endpoint.account_id} ${endpoint.id}`
     inFlight.set(key, (inFlight.get(key) ?? 0) + 1)
     inFlightTotal++
+    let receiverFreed = false
+    const freeReceiver = () => {
+      if (receiverFreed) {
+        return
+      }
+      receiverFreed = true
+      const left = (inFlight.get(key) ?? 1) - 1
+      if (left === 0) {
+        inFlight.delete(key)
+      } else {
+        inFlight.set(key, left)
+      }
+      wake()
+    }
     const attempt = send(endpoint, delivery)
+      .then(({ recorded }) => {
+        freeReceiver()
+        return recorded
+      })
       .catch((error: unknown) => {
         // Its lease runs out and another attempt is made: at least once, still.
         log.warn({ err: error, delivery: delivery.id }, 'webhook attempt could not be recorded')
       })
       .finally(() => {
-        const left = (inFlight.get(key) ?? 1) - 1
-        if (left === 0) {
-          inFlight.delete(key)
-        } else {
-          inFlight.set(key, left)
-        }
+        freeReceiver()
         inFlightTotal--
         attempts.delete(attempt)
         wake()
