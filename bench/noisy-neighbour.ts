@@ -175,6 +175,10 @@ function abuse(name: string, base: string, key: string): ChildProcess | undefine
       })
     case 'trickle':
       return spawn(process.execPath, ['-e', TRICKLER, base, String(seconds + 2)], { stdio: 'ignore' })
+    case 'longpoll':
+      return spawn(process.execPath, ['-e', LONG_POLLER, base, key, String(LONG_POLLS), String(seconds + 2 + LONG_POLL_RAMP_S)], {
+        stdio: ['ignore', 'pipe', 'ignore'],
+      })
     default:
       return undefined
   }
@@ -194,6 +198,43 @@ for (let i = 0; i < 400; i++) {
   socket.on('close', () => clearInterval(timer))
 }
 setTimeout(() => process.exit(0), seconds * 1000)
+`
+
+// A's long polls of its events feed: opened at 90 a second (under A's rate limit), each polling
+// again when answered, until the end; then its totals as one JSON line (as autocannon's).
+const LONG_POLLS = 1000
+const LONG_POLL_RAMP_S = Math.ceil(LONG_POLLS / 90) + 1
+const LONG_POLLER = `
+const http = require('node:http')
+const [base, key, count, seconds] = process.argv.slice(1)
+const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity })
+const headers = { authorization: 'Bearer ' + key }
+const get = (path) => new Promise((resolve) => {
+  const req = http.get(base + path, { agent, headers }, (res) => {
+    let body = ''
+    res.on('data', (c) => { body += c })
+    res.on('end', () => resolve({ status: res.statusCode, body }))
+  })
+  req.on('error', () => resolve({ status: 0, body: '' }))
+})
+const totals = { '2xx': 0, non2xx: 0, duration: Number(seconds), waiting: 0 }
+const end = Date.now() + Number(seconds) * 1000
+;(async () => {
+  const start = JSON.parse((await get('/api/v1/events?from=now')).body).next_cursor
+  for (let i = 0; i < Number(count); i++) {
+    ;(async () => {
+      let cursor = start
+      while (Date.now() < end) {
+        totals.waiting++
+        const res = await get('/api/v1/events?wait=30&after=' + encodeURIComponent(cursor))
+        totals.waiting--
+        if (res.status === 200) { totals['2xx']++; cursor = JSON.parse(res.body).next_cursor } else { totals.non2xx++; await new Promise((r) => setTimeout(r, 1000)) }
+      }
+    })()
+    if (i % 90 === 89) await new Promise((r) => setTimeout(r, 1000))
+  }
+  setTimeout(() => { console.log(JSON.stringify(totals)); process.exit(0) }, Math.max(0, end - Date.now()))
+})()
 `
 
 async function main(): Promise<void> {
@@ -220,7 +261,8 @@ async function main(): Promise<void> {
         out += chunk
       })
       const exited = new Promise((resolve) => child.once('exit', resolve))
-      await sleep(1000)
+      // The long polls open over LONG_POLLS / 90 seconds: probe once they all wait.
+      await sleep(name === 'longpoll' ? LONG_POLL_RAMP_S * 1000 : 1000)
       rows.push([name, await probe(base, seeded.bKey, seconds)])
       // autocannon stops by itself a second later and prints its totals: what A got served.
       await Promise.race([exited, sleep(5000)])

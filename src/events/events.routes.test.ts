@@ -158,6 +158,27 @@ describe.each(testDialects())('events on %s', (dialect) => {
     expect(await woken).toBe(true)
   })
 
+  it('a long poll holds no database connection while it waits: more polls than the pool, and others are served', async () => {
+    const start = await list(acme, '?from=now')
+    const cursor = encodeURIComponent(start.next_cursor ?? '')
+    // More waiting polls than PostgreSQL's pool has connections (10).
+    const polls = Array.from({ length: 40 }, () => list(acme, `?after=${cursor}&wait=20`))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const other = await t.createAccount('Neighbour')
+    for (let i = 0; i < 5; i++) {
+      expect((await t.inject(other, { method: 'GET', url: '/api/v1/contacts' })).statusCode).toBe(200)
+    }
+    const pool = t.deps.database.poolStats?.()
+    if (pool) {
+      expect(pool.waiting).toBe(0)
+      expect(pool.idle).toBeGreaterThan(0)
+    }
+    const made = await createContact(t, acme, { first_name: 'For everyone' })
+    for (const page of await Promise.all(polls)) {
+      expect(page.events.map((e) => e.data.object.id)).toEqual([made.id])
+    }
+  })
+
   it("another account's commit does not answer a long poll", async () => {
     const other = await t.createAccount('Other')
     const start = await list(acme, '?from=now')
