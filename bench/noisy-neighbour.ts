@@ -176,9 +176,13 @@ function abuse(name: string, base: string, key: string): ChildProcess | undefine
     case 'trickle':
       return spawn(process.execPath, ['-e', TRICKLER, base, String(seconds + 2)], { stdio: 'ignore' })
     case 'longpoll':
-      return spawn(process.execPath, ['-e', LONG_POLLER, base, key, String(LONG_POLLS), String(seconds + 2 + LONG_POLL_RAMP_S)], {
-        stdio: ['ignore', 'pipe', 'ignore'],
-      })
+      return spawn(
+        process.execPath,
+        ['-e', LONG_POLLER, base, key, String(LONG_POLLS), String(seconds + 2 + LONG_POLL_RAMP_S)],
+        {
+          stdio: ['ignore', 'pipe', 'ignore'],
+        },
+      )
     default:
       return undefined
   }
@@ -217,7 +221,7 @@ const get = (path) => new Promise((resolve) => {
   })
   req.on('error', () => resolve({ status: 0, body: '' }))
 })
-const totals = { '2xx': 0, non2xx: 0, duration: Number(seconds), waiting: 0 }
+const totals = { '2xx': 0, non2xx: 0, duration: Number(seconds), statuses: {} }
 const end = Date.now() + Number(seconds) * 1000
 ;(async () => {
   const start = JSON.parse((await get('/api/v1/events?from=now')).body).next_cursor
@@ -225,9 +229,8 @@ const end = Date.now() + Number(seconds) * 1000
     ;(async () => {
       let cursor = start
       while (Date.now() < end) {
-        totals.waiting++
         const res = await get('/api/v1/events?wait=30&after=' + encodeURIComponent(cursor))
-        totals.waiting--
+        totals.statuses[res.status] = (totals.statuses[res.status] ?? 0) + 1
         if (res.status === 200) { totals['2xx']++; cursor = JSON.parse(res.body).next_cursor } else { totals.non2xx++; await new Promise((r) => setTimeout(r, 1000)) }
       }
     })()
@@ -269,9 +272,15 @@ async function main(): Promise<void> {
       child.kill('SIGKILL')
       const served = /^\{.*\}$/m.exec(out)?.[0]
       if (served) {
-        const totals = JSON.parse(served) as { '2xx': number; non2xx: number; duration: number }
+        const totals = JSON.parse(served) as {
+          '2xx': number
+          non2xx: number
+          duration: number
+          statuses?: Record<string, number>
+        }
+        const statuses = totals.statuses ? ` (statuses ${JSON.stringify(totals.statuses)})` : ''
         aServed.push(
-          `${name}: A got ${totals['2xx']} answered (${(totals['2xx'] / totals.duration).toFixed(1)}/s), ${totals.non2xx} refused, in ${totals.duration.toFixed(0)} s`,
+          `${name}: A got ${totals['2xx']} answered (${(totals['2xx'] / totals.duration).toFixed(1)}/s), ${totals.non2xx} refused, in ${totals.duration.toFixed(0)} s${statuses}`,
         )
       }
       await sleep(2500) // A's rate-limit window and the server's sockets settle

@@ -20,6 +20,7 @@ import {
 import type { Config } from './config.js'
 import { type ContactService, createContactService } from './contacts/contact-service.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
+import { createFeedProbe, type FeedProbe } from './events/feed-probe.js'
 import { createFeedSignal, type FeedSignal } from './events/feed-signal.js'
 import { createImportRunner, type ImportRunner } from './imports/import-runner.js'
 import { type Clock, systemClock } from './lib/clock.js'
@@ -56,6 +57,8 @@ export interface Deps {
   readonly requestLog: RequestLogWriter
   /** Wakes the long polls of the events feed when this instance commits an event (src/events/feed-signal.ts). */
   readonly feedSignal: FeedSignal
+  /** What waiting long polls ask, once per tenant, of the feed no signal announced (src/events/feed-probe.ts). */
+  readonly feedProbe: FeedProbe
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
   readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
@@ -131,6 +134,7 @@ export function createDeps(
     contacts,
     testData: createTestDataPurger({ db: database.db, contacts, clock }),
     feedSignal,
+    feedProbe: createFeedProbe(database.db),
     requestLog: createRequestLogWriter({
       db: database.db,
       maxPerDay: config.requestLog.maxPerDay,

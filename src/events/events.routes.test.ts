@@ -179,6 +179,41 @@ describe.each(testDialects())('events on %s', (dialect) => {
     }
   })
 
+  it('an event no signal announced (another instance wrote it) answers a waiting poll within about a second', async () => {
+    const start = await list(acme, '?from=now')
+    const cursor = encodeURIComponent(start.next_cursor ?? '')
+    const polls = Array.from({ length: 5 }, () => list(acme, `?after=${cursor}&wait=20`))
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    const began = performance.now()
+    await inTransaction(t.db, (trx) =>
+      recordEvent(trx, acme.id, 'contact.created', JSON.stringify({ id: 'con_elsewhere' }), clock.now().toISOString()),
+    )
+    for (const page of await Promise.all(polls)) {
+      expect(page.events.map((e) => e.data.object.id)).toEqual(['con_elsewhere'])
+    }
+    expect(performance.now() - began).toBeLessThan(5_000)
+  })
+
+  it("waiting long polls do not count among the account's requests in progress", async () => {
+    const limited = await createTestHarness({ dialect, clock, env: { MAX_CONCURRENT_REQUESTS_PER_ACCOUNT: '2' } })
+    try {
+      const owner = await limited.createAccount()
+      const get = (url: string) => limited.inject(owner, { method: 'GET', url })
+      const start = (await get('/api/v1/events?from=now')).json()
+      // Opened one after another: until it starts waiting, a poll is a request in progress.
+      const polls = []
+      for (let i = 0; i < 6; i++) {
+        polls.push(get(`/api/v1/events?after=${encodeURIComponent(start.next_cursor)}&wait=2`))
+        await new Promise((resolve) => setTimeout(resolve, 100))
+      }
+      // Six polls wait, and the account's limit of 2 requests in progress still has room.
+      expect((await get('/api/v1/me')).statusCode).toBe(200)
+      expect((await Promise.all(polls)).map((res) => res.statusCode)).toEqual([200, 200, 200, 200, 200, 200])
+    } finally {
+      await limited.close()
+    }
+  })
+
   it("another account's commit does not answer a long poll", async () => {
     const other = await t.createAccount('Other')
     const start = await list(acme, '?from=now')

@@ -2,9 +2,10 @@
 // cursor paging as every list; GET /api/v1/events/{id}: one of them.
 
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { findStoredBody } from '../db/stored-body.js'
 import type { Deps } from '../deps.js'
-import { authOf } from '../http/auth.js'
+import { authOf, releaseConcurrencySlot } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
 import { apiProblems, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
@@ -13,9 +14,26 @@ import { sendAnswer } from '../idempotency/idempotency.js'
 import { EventSchema, ListEventsQuery } from './events.js'
 import { listEventRows } from './events.store.js'
 import { FEED_START, feedEnd } from './feed-position.js'
-import { NOTIFIED_RECHECK_MS, RECHECK_MS } from './feed-signal.js'
+import { LONG_POLLS_PER_TENANT, NOTIFIED_RECHECK_MS, RECHECK_MS } from './feed-signal.js'
 
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  /**
+   * A long poll about to wait: it gives up its place among the account's requests in progress (it
+   * holds nothing but a timer), and counts among the tenant's waiting polls instead.
+   */
+  function startWaiting(request: FastifyRequest, tenantId: string): () => void {
+    const leave = deps.feedSignal.enterWait(tenantId)
+    if (leave === undefined) {
+      throw new AppError(
+        'rate_limited',
+        `This account has ${LONG_POLLS_PER_TENANT} long polls waiting, the most one process holds; retry after 1 s.`,
+        { headers: { 'retry-after': '1' } },
+      )
+    }
+    releaseConcurrencySlot(request)
+    return leave
+  }
+
   app.get(
     '',
     {
@@ -51,16 +69,26 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
           const afterId = position.afterId ?? (from === 'now' ? await feedEnd(deps.database.db) : undefined)
           const deadline = performance.now() + wait * 1000
           let notified = false
-          for (;;) {
-            const rows = await listEventRows(deps.database.db, accountId, { ...filters, ...position, afterId })
-            const left = deadline - performance.now()
-            if (rows.length > 0 || left <= 0 || gone.signal.aborted) {
-              // The feed's cursor never ends: at its end, it stays where this page stopped.
-              return { rows, scannedTo: rows.at(-1)?.position ?? afterId ?? FEED_START }
+          let leave: (() => void) | undefined
+          try {
+            for (let read = true; ; ) {
+              const rows = read
+                ? await listEventRows(deps.database.db, accountId, { ...filters, ...position, afterId })
+                : []
+              const left = deadline - performance.now()
+              if (rows.length > 0 || left <= 0 || gone.signal.aborted) {
+                // The feed's cursor never ends: at its end, it stays where this page stopped.
+                return { rows, scannedTo: rows.at(-1)?.position ?? afterId ?? FEED_START }
+              }
+              leave ??= startWaiting(request, accountId)
+              // Notified but not served yet (PostgreSQL serves an event once older transactions end): soon again.
+              const pause = notified ? Math.min(left, NOTIFIED_RECHECK_MS) : Math.min(left, RECHECK_MS)
+              notified = await deps.feedSignal.next(accountId, pause, gone.signal)
+              // What no signal announced, the tenant's shared probe finds: the feed is read only then.
+              read = notified || (await deps.feedProbe.hasPast(accountId, afterId))
             }
-            // Notified but not served yet (PostgreSQL serves an event once older transactions end): soon again.
-            const pause = notified ? Math.min(left, NOTIFIED_RECHECK_MS) : Math.min(left, RECHECK_MS)
-            notified = await deps.feedSignal.next(accountId, pause, gone.signal)
+          } finally {
+            leave?.()
           }
         },
       )

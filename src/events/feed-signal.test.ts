@@ -1,7 +1,7 @@
 // The long polls' wake-up: a tenant's notify wakes its waiters only, a timeout or an abort ends a
 // wait, and nothing is left registered after any of them.
 import { describe, expect, it } from 'vitest'
-import { createFeedSignal } from './feed-signal.js'
+import { createFeedSignal, LONG_POLLS_PER_TENANT } from './feed-signal.js'
 
 describe('feed signal', () => {
   it("wakes the tenant's waiters, not another's, and forgets them", async () => {
@@ -26,5 +26,18 @@ describe('feed signal', () => {
     const aborted = new AbortController()
     aborted.abort()
     expect(await signal.next('acct_a', 60_000, aborted.signal)).toBe(false)
+  })
+
+  it('counts waiting polls per tenant up to LONG_POLLS_PER_TENANT; leaving frees a place, once', () => {
+    const signal = createFeedSignal()
+    const leaves = Array.from({ length: LONG_POLLS_PER_TENANT }, () => signal.enterWait('acct_a'))
+    expect(leaves.every((leave) => leave !== undefined)).toBe(true)
+    expect(signal.enterWait('acct_a')).toBeUndefined()
+    // Another tenant has its own count.
+    expect(signal.enterWait('acct_b')).toBeDefined()
+    leaves[0]?.()
+    leaves[0]?.()
+    expect(signal.enterWait('acct_a')).toBeDefined()
+    expect(signal.enterWait('acct_a')).toBeUndefined()
   })
 })

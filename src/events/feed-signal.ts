@@ -9,9 +9,14 @@ export const RECHECK_MS = 1000
 /** After a signal whose event the feed did not serve yet, the next read comes this much sooner. */
 export const NOTIFIED_RECHECK_MS = 50
 
+/** Long polls of one tenant waiting in one process at most; past it, 429 (docs/pagination.md). */
+export const LONG_POLLS_PER_TENANT = 1000
+
 export interface FeedSignal {
   /** An event of this tenant was committed here. */
   notify(tenantId: string): void
+  /** Counts a long poll of the tenant as waiting until the returned leave(); undefined past the cap. */
+  enterWait(tenantId: string): (() => void) | undefined
   /**
    * Resolves true when the tenant is notified, false after `ms` or once `signal` aborts, whichever
    * comes first. Holds nothing but a timer and a listener meanwhile: no database connection.
@@ -21,7 +26,27 @@ export interface FeedSignal {
 
 export function createFeedSignal(): FeedSignal {
   const waiting = new Map<string, Set<(notified: boolean) => void>>()
+  const polls = new Map<string, number>()
   return {
+    enterWait(tenantId) {
+      const count = (polls.get(tenantId) ?? 0) + 1
+      if (count > LONG_POLLS_PER_TENANT) {
+        return undefined
+      }
+      polls.set(tenantId, count)
+      let left = false
+      return () => {
+        if (!left) {
+          left = true
+          const rest = (polls.get(tenantId) ?? 1) - 1
+          if (rest === 0) {
+            polls.delete(tenantId)
+          } else {
+            polls.set(tenantId, rest)
+          }
+        }
+      }
+    },
     notify(tenantId) {
       const wakers = waiting.get(tenantId)
       if (wakers !== undefined) {

@@ -12,6 +12,7 @@ import { AppError } from './errors.js'
 export type AuthContext = KeyWithAccount
 
 const contexts = new WeakMap<FastifyRequest, AuthContext>()
+const concurrencySlots = new WeakMap<FastifyRequest, () => void>()
 
 /** The authenticated key and account of a request; routes under the auth hook always have one. */
 export function authOf(request: FastifyRequest): AuthContext {
@@ -59,7 +60,7 @@ export function requireApiKey(
     }
     contexts.set(request, found)
     // Each mode is a tenant of its own: its own budget and its own share of the server.
-    enterAccount(found.tenant.id, reply)
+    concurrencySlots.set(request, enterAccount(found.tenant.id, reply))
     await deps.rateLimiter.takeAccount(found.tenant.id, reply)
     const needed = READ_METHODS.has(request.method) ? 'read' : 'write'
     if (!found.key.scopes.includes(needed)) {
@@ -117,6 +118,12 @@ export function requireFullAccess(scope: FastifyInstance, what: string): void {
 }
 
 /** The key and account of a request if it was authenticated; undefined if it was not (yet). */
+/**
+ * Gives up the request's place among its account's requests in progress (accountConcurrency) before
+ * the response is written: for a long poll, which holds nothing while it waits.
+ */
+export const releaseConcurrencySlot = (request: FastifyRequest): void => concurrencySlots.get(request)?.()
+
 export const authIfAny = (request: FastifyRequest): AuthContext | undefined => contexts.get(request)
 
 /** The tenant id of an authenticated request: its key's account in the key's mode. */

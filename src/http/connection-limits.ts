@@ -35,13 +35,15 @@ export function limitPipelining(app: FastifyInstance, max = MAX_UNANSWERED_PER_C
 /**
  * Requests of one account in progress in this process at once, from authentication until the
  * response is written out (MAX_CONCURRENT_REQUESTS_PER_ACCOUNT; 0: off). It bounds what one account's
- * unread answers and slow requests can take, whatever its connections. Beyond it: 429.
+ * unread answers and slow requests can take, whatever its connections. Beyond it: 429. Returns the
+ * request's early release (idempotent): a long poll gives its place up while it waits, holding
+ * nothing but a timer (src/events/events.routes.ts).
  */
-export function accountConcurrency(max: number): (accountId: string, reply: FastifyReply) => void {
+export function accountConcurrency(max: number): (accountId: string, reply: FastifyReply) => () => void {
   const inProgress = new Map<string, number>()
   return (accountId, reply) => {
     if (max === 0) {
-      return
+      return () => {}
     }
     const count = (inProgress.get(accountId) ?? 0) + 1
     if (count > max) {
@@ -52,13 +54,20 @@ export function accountConcurrency(max: number): (accountId: string, reply: Fast
       )
     }
     inProgress.set(accountId, count)
-    reply.raw.once('close', () => {
+    let released = false
+    const release = () => {
+      if (released) {
+        return
+      }
+      released = true
       const left = (inProgress.get(accountId) ?? 1) - 1
       if (left === 0) {
         inProgress.delete(accountId)
       } else {
         inProgress.set(accountId, left)
       }
-    })
+    }
+    reply.raw.once('close', release)
+    return release
   }
 }
