@@ -3,7 +3,7 @@ import type { Kysely } from 'kysely'
 import { dialectOf } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import type { Trx } from '../db/transaction.js'
-import type { DeliveryRow } from './deliveries.store.js'
+import { type DeliveryRow, markDue } from './deliveries.store.js'
 import { type EndpointRow, setEndpointColumns } from './endpoints.store.js'
 
 /** An endpoint left with due deliveries after a claim is looked at again this soon, in case its worker died. */
@@ -96,6 +96,34 @@ export async function claimDeliveries(
       endpoint,
       deliveries: due.map((delivery) => ({ ...delivery, next_attempt_at: lease, lease_expires_at: lease })),
     }
+  })
+}
+
+/**
+ * Gives claimed deliveries that were never attempted back: due at once, for any worker. Each only
+ * under the lease it was claimed with (one taken over since is another worker's now).
+ */
+export async function releaseClaimed(
+  db: Kysely<Database>,
+  endpoint: EndpointRow,
+  deliveries: readonly ClaimedDelivery[],
+  now: Date,
+): Promise<void> {
+  if (deliveries.length === 0) {
+    return
+  }
+  const at = now.toISOString()
+  await db.transaction().execute(async (trx) => {
+    for (const delivery of deliveries) {
+      await trx
+        .updateTable('webhook_deliveries')
+        .set({ next_attempt_at: at, lease_expires_at: null })
+        .where('account_id', '=', endpoint.account_id)
+        .where('id', '=', delivery.id)
+        .where('lease_expires_at', '=', delivery.lease_expires_at)
+        .execute()
+    }
+    await markDue(trx, endpoint.account_id, endpoint.id, at)
   })
 }
 

@@ -6,7 +6,7 @@ import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { Metrics } from '../observability/metrics.js'
 import { type Attempt, type AttemptRecord, recordAttempts } from './delivery-attempts.js'
-import { type Claim, type ClaimedDelivery, claimDeliveries, dueEndpoints } from './delivery-claim.js'
+import { type ClaimedDelivery, claimDeliveries, dueEndpoints, releaseClaimed } from './delivery-claim.js'
 import { DISPATCH_BATCH, dispatchEvents } from './delivery-dispatch.js'
 import { type EndpointRow, liveSecrets } from './endpoints.store.js'
 import { deliveryPayload } from './payload.js'
@@ -48,6 +48,9 @@ export const WORKER_DEFAULTS = { pollMs: 50, concurrency: 64, perEndpoint: 8 } a
 // may take the delivery over.
 const LEASE_MARGIN_MS = 30_000
 const ERROR_BACKOFF_MS = 1000
+// An endpoint's deliveries claimed at once at most, per slot of it: those beyond its slots wait
+// here, claimed, to start the moment a slot frees.
+const CLAIMED_PER_SLOT = 2
 // Outcomes recorded in one transaction at most (recordAttempts).
 const RECORD_BATCH = 64
 const CONNECTIONS_IDLE_MS = 60_000
@@ -82,6 +85,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     }
   }
   const attempts = new Set<Promise<void>>()
+  // Claimed ahead, per endpoint: each starts the moment one of the endpoint's slots frees, without
+  // waiting for the loop's next claim (its lease runs meanwhile, as for one under way).
+  const ready = new Map<string, { endpoint: EndpointRow; deliveries: ClaimedDelivery[] }>()
+  let readyTotal = 0
   let inFlightTotal = 0
   let stopped = false
   let woken = false
@@ -136,7 +143,10 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   }
 
   /** Attempts one delivery; resolves with its outcome's recording once the receiver has answered. */
-  async function send(endpoint: EndpointRow, delivery: ClaimedDelivery): Promise<{ recorded: Promise<void> }> {
+  async function send(
+    endpoint: EndpointRow,
+    delivery: ClaimedDelivery,
+  ): Promise<{ recorded: Promise<void>; gone: boolean }> {
     const startedAt = clock.now()
     if (delivery.attempts === 0) {
       metrics.webhookDeliveryLag.observe(
@@ -173,8 +183,12 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       if (outcome.status !== 'stale') {
         metrics.webhookDeliveries.inc({ outcome: outcome.status })
       }
+      if (outcome.disabled) {
+        // disableEndpoint failed them in the database: none is sent.
+        dropReady(`${endpoint.account_id} ${endpoint.id}`)
+      }
     })
-    return { recorded }
+    return { recorded, gone: !result.ok && result.statusCode === 410 }
   }
 
   /**
@@ -198,11 +212,15 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       } else {
         inFlight.set(key, left)
       }
+      startReady(key)
       wake()
     }
     const attempt = send(endpoint, delivery)
-      .then(({ recorded }) => {
-        freeReceiver()
+      .then(({ recorded, gone }) => {
+        // A 410 disables the endpoint: nothing more is sent to it before that is recorded.
+        if (!gone) {
+          freeReceiver()
+        }
         return recorded
       })
       .catch((error: unknown) => {
@@ -218,6 +236,32 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     attempts.add(attempt)
   }
 
+  /** Starts the endpoint's claimed deliveries while it has free slots. */
+  function startReady(key: string): void {
+    const queue = ready.get(key)
+    while (queue && queue.deliveries.length > 0 && (inFlight.get(key) ?? 0) < perEndpoint && !stopped) {
+      readyTotal--
+      start(queue.endpoint, queue.deliveries.shift() as ClaimedDelivery)
+    }
+    if (queue?.deliveries.length === 0) {
+      ready.delete(key)
+    }
+  }
+
+  function dropReady(key: string): void {
+    readyTotal -= ready.get(key)?.deliveries.length ?? 0
+    ready.delete(key)
+  }
+
+  /** At stop: the deliveries claimed but not started are due again at once, for any worker. */
+  async function releaseReady(): Promise<void> {
+    for (const { endpoint, deliveries } of ready.values()) {
+      await releaseClaimed(db, endpoint, deliveries, clock.now())
+    }
+    ready.clear()
+    readyTotal = 0
+  }
+
   async function tick(): Promise<void> {
     if (Date.now() - prunedAt > CONNECTIONS_IDLE_MS) {
       pruneConnections(false)
@@ -225,22 +269,30 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     while ((await dispatchEvents(db, clock.now())) === DISPATCH_BATCH && !stopped) {
       // a backlog: fan it all out before claiming
     }
-    const free = concurrency - inFlightTotal
+    // What is claimed ahead is bounded like what is under way: at most `concurrency` in all.
+    const free = concurrency - inFlightTotal - readyTotal
     if (free <= 0) {
       return
     }
     // Endpoints whose slots here are full may come back too: ask for enough to see past them.
     for (const ref of await dueEndpoints(db, clock.now(), free + inFlight.size)) {
-      const room = Math.min(
-        perEndpoint - (inFlight.get(`${ref.accountId} ${ref.id}`) ?? 0),
-        concurrency - inFlightTotal,
-      )
+      const key = `${ref.accountId} ${ref.id}`
+      const held = (inFlight.get(key) ?? 0) + (ready.get(key)?.deliveries.length ?? 0)
+      const room = Math.min(CLAIMED_PER_SLOT * perEndpoint - held, concurrency - inFlightTotal - readyTotal)
       if (stopped || room <= 0) {
         continue
       }
       const claim = await claimDeliveries(db, ref, clock.now(), room, leaseMs)
-      for (const delivery of claim ? claim.deliveries : []) {
-        start((claim as Claim).endpoint, delivery)
+      if (claim && claim.deliveries.length > 0) {
+        const queue = ready.get(key)
+        if (queue) {
+          queue.endpoint = claim.endpoint
+          queue.deliveries.push(...claim.deliveries)
+        } else {
+          ready.set(key, { endpoint: claim.endpoint, deliveries: [...claim.deliveries] })
+        }
+        readyTotal += claim.deliveries.length
+        startReady(key)
       }
     }
   }
@@ -274,6 +326,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       stopped = true
       wakeUp?.()
       await loop
+      await releaseReady()
       await Promise.all([...attempts])
       pruneConnections(true)
     },

@@ -399,6 +399,40 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
     }
   })
 
+  it('deliveries claimed ahead start as slots free, and a stopping worker gives the unstarted back', async () => {
+    const { endpoint } = await addEndpoint(acme)
+    receiver.answer({ status: 200, delayMs: 300 })
+    for (let i = 0; i < 4; i++) {
+      await createContact(t, acme, { email: `ahead${i}@example.com` })
+    }
+    startWorker({ perEndpoint: 1 })
+    // One under way, one claimed ahead (its lease set), the others still due.
+    const claimed = await until(
+      () => deliveries(endpoint.id),
+      (rows) => rows.filter((row) => row.lease_expires_at !== null).length === 2,
+    )
+    expect(claimed.filter((row) => row.lease_expires_at !== null)).toHaveLength(2)
+    await receiver.waitFor(1)
+    expect(receiver.received).toHaveLength(1) // never two at once to it
+    await worker?.stop()
+    worker = undefined
+    const afterStop = await deliveries(endpoint.id)
+    // Only attempted deliveries were recorded; the one claimed ahead is due again, for any worker.
+    expect(afterStop.filter((row) => row.lease_expires_at !== null)).toEqual([])
+    expect(afterStop.filter((row) => row.status === 'succeeded').length).toBe(receiver.received.length)
+    receiver.answer({ status: 200 })
+    startWorker()
+    await receiver.waitFor(4, 3000)
+    expect(
+      (
+        await until(
+          () => deliveries(endpoint.id),
+          (rows) => rows.every((row) => row.status === 'succeeded'),
+        )
+      ).map((row) => row.status),
+    ).toEqual(['succeeded', 'succeeded', 'succeeded', 'succeeded'])
+  })
+
   it('over a random interleaving of two accounts, no event reaches the other account', async () => {
     const bob = await t.createAccount('Bob')
     await addEndpoint(acme, { path: '/acme' })
