@@ -5,12 +5,7 @@ import { createRequire } from 'node:module'
 import path from 'node:path'
 import type { Redis } from 'ioredis'
 import { createTestDataPurger, type TestDataPurger } from './accounts/test-data.js'
-import {
-  type KeyRevocations,
-  localRevocations,
-  postgresRevocations,
-  redisRevocations,
-} from './api-keys/key-revocations.js'
+import { KEY_REVOCATIONS_CHANNEL, type KeyRevocations } from './api-keys/key-revocations.js'
 import {
   CACHE_TTL_PUSHED_MS,
   CACHE_TTL_UNPUSHED_MS,
@@ -20,9 +15,11 @@ import {
 import type { Config } from './config.js'
 import { type ContactService, createContactService } from './contacts/contact-service.js'
 import { type DatabaseHandle, openDatabase } from './db/database.js'
+import { createFeedCommits, FEED_CHANNEL, type FeedCommits } from './events/feed-commits.js'
 import { createFeedProbe, type FeedProbe } from './events/feed-probe.js'
 import { createFeedSignal, type FeedSignal } from './events/feed-signal.js'
 import { createImportRunner, type ImportRunner } from './imports/import-runner.js'
+import { type Broadcast, localBroadcast, postgresBroadcast, redisBroadcast } from './lib/broadcast.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
@@ -57,6 +54,8 @@ export interface Deps {
   readonly requestLog: RequestLogWriter
   /** Wakes the long polls of the events feed when this instance commits an event (src/events/feed-signal.ts). */
   readonly feedSignal: FeedSignal
+  /** Commits to the feed, told to this process's long polls and worker and to the other instances (src/events/feed-commits.ts). */
+  readonly feedCommits: FeedCommits
   /** What waiting long polls ask, once per tenant, of the feed no signal announced (src/events/feed-probe.ts). */
   readonly feedProbe: FeedProbe
   /** Webhook endpoints' secret key, URL rules and host resolver (tests resolve names locally). */
@@ -85,13 +84,15 @@ export function createDeps(
     // Reported where a command fails; ioredis reconnects by itself.
   })
 
+  /** A channel to every instance: Redis when there is one, else PostgreSQL's NOTIFY, else none. */
+  const broadcastOn = (channel: string, onMessage: (message: string) => void): Broadcast =>
+    redis
+      ? redisBroadcast(redis, channel, onMessage)
+      : config.database.kind === 'postgres' && !overrides.database
+        ? postgresBroadcast(listenUrl(config.database), database.db, channel, onMessage)
+        : localBroadcast(onMessage)
   let onRevoked: (keyHash: string) => void = () => {}
-  const revoked = (keyHash: string) => onRevoked(keyHash)
-  const keyRevocations = redis
-    ? redisRevocations(redis, revoked)
-    : config.database.kind === 'postgres' && !overrides.database
-      ? postgresRevocations(listenUrl(config.database), database.db, revoked)
-      : localRevocations(revoked)
+  const keyRevocations = broadcastOn(KEY_REVOCATIONS_CHANNEL, (keyHash) => onRevoked(keyHash))
   const keyVerifier = createKeyVerifier(
     database.db,
     clock,
@@ -114,8 +115,11 @@ export function createDeps(
 
   const secret = config.secret ?? localSecret(config)
   const feedSignal = createFeedSignal()
+  const feedCommits = createFeedCommits(feedSignal)
+  const feedBroadcast = broadcastOn(FEED_CHANNEL, (message) => feedCommits.received(message))
+  feedCommits.connect(feedBroadcast)
   const contacts = createContactService({
-    onCommitted: (tenantId) => feedSignal.notify(tenantId),
+    onCommitted: (tenantId) => feedCommits.committed(tenantId),
     db: database.db,
     clock,
     maxContacts: config.maxContactsPerAccount,
@@ -134,6 +138,7 @@ export function createDeps(
     contacts,
     testData: createTestDataPurger({ db: database.db, contacts, clock }),
     feedSignal,
+    feedCommits,
     feedProbe: createFeedProbe(database.db),
     requestLog: createRequestLogWriter({
       db: database.db,
@@ -177,12 +182,13 @@ export function createDeps(
       }
       try {
         await keyRevocations.start()
+        await feedBroadcast.start()
       } catch (error) {
         // The LISTEN connection: DATABASE_DIRECT_URL when set (the first connection made there).
         const setting =
           config.database.kind === 'postgres' && config.database.directUrl ? 'DATABASE_DIRECT_URL' : 'DATABASE_URL'
         throw new StartError(
-          `${setting}: cannot LISTEN for key revocations there: ${error instanceof Error ? error.message : String(error)}`,
+          `${setting}: cannot LISTEN for key revocations and feed commits there: ${error instanceof Error ? error.message : String(error)}`,
         )
       }
     },
@@ -222,6 +228,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.imports.close()
   await deps.keyVerifier.close()
   await deps.keyRevocations.close()
+  await deps.feedCommits.close()
   deps.redis?.disconnect()
   await deps.database.close()
 }

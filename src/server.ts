@@ -55,6 +55,11 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
     throw error
   }
   const worker = role === 'worker' || config.webhooks.worker ? await deliveryWorker(deps, app) : undefined
+  // A commit, here or (with a shared broadcast) on another instance, has events to fan out: now,
+  // not at the worker's next poll.
+  if (worker) {
+    deps.feedCommits.onBatch(() => worker.wake())
+  }
   if (role === 'serve') {
     // CSV imports left unfinished by a crash resume here (src/imports/import-job.ts). Imports are
     // uploaded through the web app, so an API-only process leaves them to a full `serve`.

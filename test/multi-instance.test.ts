@@ -1,6 +1,6 @@
 // Two server processes on one PostgreSQL and one Redis: a shared rate-limit budget, revocations
 // pushed to the other instance within 1 s (and bounded by the 5 s cache TTL when the push is lost),
-// and cursors that work on either instance.
+// long polls woken by the other instance's commits, and cursors that work on either instance.
 import { randomBytes } from 'node:crypto'
 import pg from 'pg'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
@@ -9,6 +9,11 @@ import { type ServerProcess, startServerProcess } from './processes.js'
 import { httpSignUp } from './web-client.js'
 
 const databaseUrl = process.env.TEST_DATABASE_URL
+
+interface FeedPage {
+  events: Array<{ data: { object: { first_name: string } } }>
+  next_cursor: string
+}
 const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379'
 
 describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
@@ -110,6 +115,31 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
     const elapsed = await timeUntil401(b, key, 7000, 500)
     console.log(`multi-instance: revocation without push refused on b after ${elapsed} ms (cache TTL)`)
     expect(elapsed).toBeLessThanOrEqual(5500)
+  })
+
+  it("a commit on one instance answers the other's long polls at once (pushed, not found by its re-check)", async () => {
+    const { key } = await keyThroughUi(a, 'feed@example.com')
+    const headers = { authorization: `Bearer ${key}` }
+    const started = (await (await fetch(`${b.base}/api/v1/events?from=now`, { headers })).json()) as FeedPage
+    let cursor = started.next_cursor as string
+    const delays: number[] = []
+    // The poll's own re-check would take up to 1.5 s; three pushes in a row under 300 ms are no luck.
+    for (const name of ['One', 'Two', 'Three']) {
+      const poll = fetch(`${b.base}/api/v1/events?wait=20&after=${encodeURIComponent(cursor)}`, { headers })
+      await new Promise((resolve) => setTimeout(resolve, 200))
+      const created = await fetch(`${a.base}/api/v1/contacts`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json' },
+        body: JSON.stringify({ first_name: name }),
+      })
+      expect(created.status).toBe(201)
+      const committedAt = performance.now()
+      const page = (await (await poll).json()) as FeedPage
+      delays.push(performance.now() - committedAt)
+      expect(page.events.map((e) => e.data.object.first_name)).toEqual([name])
+      cursor = page.next_cursor
+    }
+    expect(Math.max(...delays)).toBeLessThan(300)
   })
 
   it('a cursor minted by one instance works on the other', async () => {

@@ -8,7 +8,7 @@ import type { Database } from '../db/schema.js'
 import { inTransaction, type OnCommit, type Trx } from '../db/transaction.js'
 import { eventBody, KEY_EXPOSED, newEvent } from '../events/events.js'
 import { insertEvents } from '../events/events.store.js'
-import type { FeedSignal } from '../events/feed-signal.js'
+import type { FeedCommits } from '../events/feed-commits.js'
 import { AppError } from '../http/errors.js'
 import { isMemberNow } from '../users/users.store.js'
 import type { Scope } from './api-key.js'
@@ -33,7 +33,7 @@ export interface KeyLifecycleDeps {
   readonly config: { readonly keyPrefix: string }
   readonly keyRevocations: Pick<KeyRevocations, 'publish'>
   /** Wakes the account's long polls once an api_key.exposed event is committed. */
-  readonly feedSignal?: Pick<FeedSignal, 'notify'>
+  readonly feedCommits?: Pick<FeedCommits, 'committed'>
 }
 
 export interface NewKey {
@@ -183,7 +183,7 @@ export async function reportExposedKey(
     await insertEvents(trx, accountId, at, KEY_EXPOSED, [
       [event.id, eventBody(event, JSON.stringify(toApiKeyObject(keyNow, livemode)))],
     ])
-    onCommit(() => deps.feedSignal?.notify(accountId))
+    onCommit(() => deps.feedCommits?.committed(accountId))
     return push
   })
   return { pushed: push.sent }
