@@ -1,4 +1,5 @@
-// The contacts-api command line: serve, worker, migrate, accounts, keys, scan, listen and trigger. Exit 2 on bad arguments.
+// The contacts-api command line: serve, worker, migrate, accounts, keys, scan, listen, trigger, backup
+// and restore. Exit 2 on bad arguments.
 import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
@@ -18,6 +19,7 @@ import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps, StartError } from '../deps.js'
 import { startServer } from '../server.js'
 import { ID_ARGUMENT_MAX, noExtra, parseRfc3339, requireText, UsageError } from './arguments.js'
+import { runBackup } from './backup.js'
 import { cliCommandLine } from './command-line.js'
 import { type CliIo, processIo } from './io.js'
 import { runListen, runUntilInterrupted } from './listen.js'
@@ -38,6 +40,8 @@ const USAGE = `Usage: contacts-api <command> [options]
   scan [--prefix P] [PATH...]             report API keys in files, redacted; exit 1 if any (scan --help)
   listen --forward-to URL [--events T]    forward the account's events to a local URL, signed (listen --help)
   trigger EVENT_TYPE                      make sample test-mode data that fires the event
+  backup --to FILE                        SQLite: a consistent copy while serving; PostgreSQL: the pg_dump command
+  restore --from FILE [--force]           SQLite: replace the database (server stopped); PostgreSQL: pg_restore
 
   --json    print one JSON object instead of text
   Configuration comes from the environment (see README: DATABASE_URL, SECRET, ...).`
@@ -59,6 +63,10 @@ export async function runCli(argv: string[], env = process.env, io: CliIo = proc
   // Before the configuration is loaded: scan needs no database and runs in other repositories' hooks.
   if (argv[0] === 'scan') {
     return runScan(argv.slice(1), env, io)
+  }
+  // Copies of the database file: no migration, no pool (restore must not open the target as a server).
+  if (argv[0] === 'backup' || argv[0] === 'restore') {
+    return runBackup(argv[0], argv.slice(1), env, io)
   }
   // Clients of a running API: no configuration, no database.
   if (argv[0] === 'listen' || argv[0] === 'trigger') {

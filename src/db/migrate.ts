@@ -213,3 +213,6 @@ export function migrationStatus(handle: DatabaseHandle) {
     })),
   )
 }
+
+/** The names of the migrations this release has, as the migrations table records them. */
+export const knownMigrations = (): string[] => Object.keys(migrations).map((name) => name.replace(/^m/, ''))

@@ -1,0 +1,253 @@
+// `contacts-api backup --to FILE` and `contacts-api restore --from FILE [--force]`
+// (docs/operations.md#backup-and-restore). On SQLite, a backup is `VACUUM INTO`: one read
+// transaction, so a consistent copy while the server writes; written under a temporary name and
+// renamed, so a backup cut short leaves no file under the target's name. On PostgreSQL both print
+// the pg_dump / pg_restore commands for the configured database.
+import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
+import path from 'node:path'
+import { parseArgs } from 'node:util'
+import SQLite from 'better-sqlite3'
+import { type Config, ConfigError, loadConfig } from '../config.js'
+import { knownMigrations } from '../db/migrate.js'
+import { UsageError } from './arguments.js'
+import type { CliIo } from './io.js'
+
+const USAGE = `Usage: contacts-api backup --to FILE
+       contacts-api restore --from FILE [--force]
+
+  backup    SQLite: a consistent copy of the database while the server runs, to a new FILE.
+            PostgreSQL: prints the pg_dump command for DATABASE_URL.
+  restore   SQLite: replaces the database with FILE's (stop the server first); refuses a database
+            that holds accounts unless --force. PostgreSQL: prints the pg_restore command.
+  Keep the SECRET the database was used with beside its backup (the command says which).`
+
+/** A refusal said in one line: exit 1, nothing changed. */
+class Refusal extends Error {}
+
+const OPTIONS = {
+  to: { type: 'string' },
+  from: { type: 'string' },
+  force: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const
+
+export async function runBackup(
+  command: 'backup' | 'restore',
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+  io: CliIo,
+): Promise<number> {
+  try {
+    const { values, positionals } = parse(argv)
+    if (values.help) {
+      io.out(USAGE)
+      return 0
+    }
+    if (positionals.length > 0) {
+      throw new UsageError(`unexpected argument "${positionals[0]}"`)
+    }
+    const file = command === 'backup' ? values.to : values.from
+    if (!file) {
+      throw new UsageError(`${command} needs ${command === 'backup' ? '--to FILE' : '--from FILE'}`)
+    }
+    const config = loadConfig(env)
+    const { database } = config
+    if (database.kind === 'postgres') {
+      io.out(command === 'backup' ? pgDumpCommand(database.url, file) : pgRestoreCommand(database.url, file))
+      return 0
+    }
+    if (database.path === ':memory:') {
+      throw new Refusal('DATABASE_URL is sqlite::memory:, which has nothing to back up or restore into')
+    }
+    io.out(
+      command === 'backup'
+        ? backupSqlite(database.path, path.resolve(file), secretOf(config, env))
+        : restoreSqlite(path.resolve(file), database.path, values.force === true),
+    )
+    return 0
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.err(`contacts-api: ${error.message}\n\n${USAGE}`)
+      return 2
+    }
+    if (error instanceof ConfigError) {
+      io.err(`contacts-api: invalid configuration: ${error.problems.join('; ')}`)
+      return 2
+    }
+    if (error instanceof Refusal) {
+      io.err(`contacts-api: ${error.message}`)
+      return 1
+    }
+    throw error
+  }
+}
+
+function parse(argv: string[]) {
+  try {
+    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? (error.message.split('\n')[0] ?? 'bad arguments') : String(error))
+  }
+}
+
+/** Which secret the database's sealed values need: the environment's, or the file beside it. */
+function secretOf(config: Config, env: NodeJS.ProcessEnv): string {
+  return env.SECRET
+    ? 'the SECRET it runs with (from the environment)'
+    : `the secret file ${path.join(path.dirname(config.database.kind === 'sqlite' ? config.database.path : ''), 'secret')}`
+}
+
+function backupSqlite(source: string, target: string, secret: string): string {
+  if (!existsSync(source)) {
+    throw new Refusal(`there is no database at ${source} to back up`)
+  }
+  if (existsSync(target)) {
+    throw new Refusal(`${target} exists: a backup never overwrites a file; choose a new name`)
+  }
+  const dir = path.dirname(target)
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new Refusal(`cannot write ${target}: ${dir} is not a directory`)
+  }
+  // Beside the target, so the rename is atomic; named by the process, so two backups never share it.
+  const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
+  const db = new SQLite(source, { readonly: true, fileMustExist: true })
+  try {
+    db.pragma('busy_timeout = 10000')
+    db.prepare('VACUUM INTO ?').run(partial)
+    const { contacts } = db.prepare('select count(*) as contacts from contacts').get() as { contacts: number }
+    syncFile(partial)
+    renameSync(partial, target)
+    syncFile(dir)
+    return [
+      `Backed up ${source} to ${target} (${statSync(target).size} bytes, ${contacts} contacts).`,
+      `It needs ${secret}: keep a copy of it with the backup, or the restored database's webhook secrets, sessions and cursors cannot be read.`,
+    ].join('\n')
+  } catch (error) {
+    rmSync(partial, { force: true })
+    if (error instanceof Refusal) {
+      throw error
+    }
+    throw new Refusal(`cannot back up to ${target}: ${error instanceof Error ? error.message : String(error)}`)
+  } finally {
+    db.close()
+  }
+}
+
+function restoreSqlite(source: string, target: string, force: boolean): string {
+  const contacts = checkBackup(source)
+  if (hasAccounts(target) && !force) {
+    throw new Refusal(
+      `${target} holds accounts: restore replaces the whole database. Stop the server, then run again with --force`,
+    )
+  }
+  const dir = path.dirname(target)
+  const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
+  try {
+    copyFileSync(source, partial)
+    syncFile(partial)
+    // The old database's write-ahead log belongs to the old file: left there, SQLite would replay it.
+    for (const suffix of ['-wal', '-shm']) {
+      rmSync(`${target}${suffix}`, { force: true })
+    }
+    renameSync(partial, target)
+    syncFile(dir)
+  } catch (error) {
+    rmSync(partial, { force: true })
+    throw new Refusal(`cannot restore into ${target}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  return `Restored ${source} into ${target} (${contacts} contacts). Start the server with the SECRET the backup was taken with.`
+}
+
+/** The backup's contact count, once it is a whole database of a schema this release knows. */
+function checkBackup(file: string): number {
+  if (!existsSync(file)) {
+    throw new Refusal(`there is no file ${file}`)
+  }
+  let db: SQLite.Database | undefined
+  try {
+    db = new SQLite(file, { readonly: true, fileMustExist: true })
+    const [check] = db.pragma('quick_check') as Array<{ quick_check: string }>
+    if (check?.quick_check !== 'ok') {
+      throw new Refusal(`${file} is damaged (quick_check: ${check?.quick_check ?? 'no answer'}); nothing was changed`)
+    }
+    const hasMigrations = db
+      .prepare("select 1 from sqlite_master where type = 'table' and name = 'kysely_migration'")
+      .get()
+    if (!hasMigrations) {
+      throw new Refusal(`${file} is not a Contacts API database (it has no migrations table); nothing was changed`)
+    }
+    const known = new Set(knownMigrations())
+    const names = (db.prepare('select name from kysely_migration').all() as Array<{ name: string }>).map((r) => r.name)
+    const unknown = names.find((name) => !known.has(name))
+    if (unknown) {
+      throw new Refusal(
+        `${file} was made by a newer release (its migration ${unknown} is unknown here): restore it with that release; nothing was changed`,
+      )
+    }
+    return (db.prepare('select count(*) as n from contacts').get() as { n: number }).n
+  } catch (error) {
+    if (error instanceof Refusal) {
+      throw error
+    }
+    throw new Refusal(
+      `${file} is not a readable SQLite database (${error instanceof Error ? error.message : String(error)}); nothing was changed`,
+    )
+  } finally {
+    db?.close()
+  }
+}
+
+/** Whether the database at `file` has any account (not when it does not exist, or has no tables yet). */
+function hasAccounts(file: string): boolean {
+  if (!existsSync(file)) {
+    return false
+  }
+  const db = new SQLite(file, { readonly: true, fileMustExist: true })
+  try {
+    const table = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'accounts'").get()
+    return table !== undefined && db.prepare('select 1 from accounts limit 1').get() !== undefined
+  } finally {
+    db.close()
+  }
+}
+
+function syncFile(file: string): void {
+  const fd = openSync(file, 'r')
+  try {
+    fsyncSync(fd)
+  } finally {
+    closeSync(fd)
+  }
+}
+
+/** The URL as the command line shows it: no password (pg_dump reads PGPASSWORD or ~/.pgpass). */
+function withoutPassword(url: string): { url: string; hadPassword: boolean } {
+  const parsed = new URL(url)
+  const hadPassword = parsed.password !== ''
+  parsed.password = ''
+  return { url: parsed.toString(), hadPassword }
+}
+
+const quoted = (text: string): string => `'${text.replaceAll("'", "'\\''")}'`
+
+function pgDumpCommand(url: string, file: string): string {
+  const { url: shown, hadPassword } = withoutPassword(url)
+  const database = new URL(url).pathname.slice(1)
+  return [
+    `PostgreSQL: back up the database ${database} with pg_dump (a consistent snapshot while the service runs):`,
+    `  pg_dump --format=custom --file=${quoted(file)} ${quoted(shown)}`,
+    ...(hadPassword ? ['  (the password is not shown: set PGPASSWORD, or use ~/.pgpass)'] : []),
+    'Keep the SECRET the service runs with beside the dump: webhook secrets, sessions and cursors need it.',
+  ].join('\n')
+}
+
+function pgRestoreCommand(url: string, file: string): string {
+  const { url: shown, hadPassword } = withoutPassword(url)
+  const database = new URL(url).pathname.slice(1)
+  return [
+    `PostgreSQL: restore into the database ${database} (create it empty first; stop the service) with pg_restore:`,
+    `  pg_restore --no-owner --exit-on-error --dbname=${quoted(shown)} ${quoted(file)}`,
+    ...(hadPassword ? ['  (the password is not shown: set PGPASSWORD, or use ~/.pgpass)'] : []),
+    'Then start the service with the SECRET the dump was taken with; it migrates what is older.',
+  ].join('\n')
+}
