@@ -69,6 +69,8 @@ describe('backup and restore on SQLite', () => {
       expect(backup.code, backup.err).toBe(0)
       expect(backup.out).toContain(`Backed up`)
       expect(backup.out).toContain('SECRET')
+      // Its contacts and sealed secrets are for this user alone, as the database's are.
+      expect(statSync(target).mode & 0o777).toBe(0o600)
       writing = false
       await writer
       expect(acknowledged.size).toBeGreaterThan(before.size) // the writes went on during the backup
@@ -76,6 +78,7 @@ describe('backup and restore on SQLite', () => {
       const restoredEnv = { ...env, DATABASE_URL: `sqlite:${path.join(dir, 'restored.sqlite')}` }
       const restore = await cli(['restore', '--from', target], restoredEnv)
       expect(restore.code, restore.err).toBe(0)
+      expect(statSync(path.join(dir, 'restored.sqlite')).mode & 0o777).toBe(0o600)
       const restored = await startServerProcess(restoredEnv)
       try {
         for (const [id, body] of before) {

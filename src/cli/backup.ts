@@ -3,7 +3,17 @@
 // transaction, so a consistent copy while the server writes; written under a temporary name and
 // renamed, so a backup cut short leaves no file under the target's name. On PostgreSQL both print
 // the pg_dump / pg_restore commands for the configured database.
-import { closeSync, copyFileSync, existsSync, fsyncSync, openSync, renameSync, rmSync, statSync } from 'node:fs'
+import {
+  chmodSync,
+  closeSync,
+  copyFileSync,
+  existsSync,
+  fsyncSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from 'node:fs'
 import path from 'node:path'
 import { parseArgs } from 'node:util'
 import SQLite from 'better-sqlite3'
@@ -115,6 +125,8 @@ function backupSqlite(source: string, target: string, secret: string): string {
     db.pragma('busy_timeout = 10000')
     db.prepare('VACUUM INTO ?').run(partial)
     const { contacts } = db.prepare('select count(*) as contacts from contacts').get() as { contacts: number }
+    // Every contact and sealed secret is in it: readable by this user alone, as the database is.
+    chmodSync(partial, 0o600)
     syncFile(partial)
     renameSync(partial, target)
     syncFile(dir)
@@ -144,6 +156,7 @@ function restoreSqlite(source: string, target: string, force: boolean): string {
   const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
   try {
     copyFileSync(source, partial)
+    chmodSync(partial, 0o600)
     syncFile(partial)
     // The old database's write-ahead log belongs to the old file: left there, SQLite would replay it.
     for (const suffix of ['-wal', '-shm']) {
