@@ -54,12 +54,15 @@ function isBuildCurrent(sourceDir: string, outDir: string): boolean {
 export async function startServerProcess(
   env: Record<string, string | undefined>,
   role: 'serve' | 'worker' = 'serve',
-  /** Node's own flags (before the script), and the command's arguments after the role. */
-  { nodeArgs = [], args = [] }: { nodeArgs?: string[]; args?: string[] } = {},
+  /**
+   * Node's own flags (before the script), the command's arguments after the role, and the script
+   * (default: this tree's CLI; another release's `dist/main.js` for an upgrade test).
+   */
+  { nodeArgs = [], args = [], script = cliCommand() }: { nodeArgs?: string[]; args?: string[]; script?: string[] } = {},
 ): Promise<ServerProcess> {
   const port = env.PORT ?? String(await freePort())
   const started = role === 'serve' ? 'listening on' : 'worker running'
-  const child = spawn(process.execPath, [...nodeArgs, ...cliCommand(), role, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, ...script, role, ...args], {
     env: { ...process.env, LOG_LEVEL: 'warn', ...env, PORT: port },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
