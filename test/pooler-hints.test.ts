@@ -73,7 +73,7 @@ describe.skipIf(!url)('a start that fails on a setting says which, in one line',
     expect(code).toBe(1)
     expect(err).toHaveLength(1)
     expect(err[0]).toMatch(
-      /^contacts-api: cannot start: DATABASE_DIRECT_URL: cannot LISTEN for key revocations there: /,
+      /^contacts-api: cannot start: DATABASE_DIRECT_URL: cannot LISTEN for key revocations and feed commits there: /,
     )
     expect(err[0]).not.toContain('\n')
   })
