@@ -24,6 +24,7 @@ import { newId } from './lib/ids.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions, redactUrl, requestLineLogger } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
+import { traceRequests } from './observability/tracing.js'
 import { logRequests } from './request-logs/request-log.hook.js'
 import { requestLogsRoutes } from './request-logs/request-logs.routes.js'
 import { webhookEndpointsRoutes } from './webhooks/webhook-endpoints.routes.js'
@@ -82,6 +83,7 @@ export async function buildApp(
   // First of all, so every response, errors from later hooks too, carries these headers. Hooks on every
   // request take `done` rather than being async: no promise and microtask each.
   limitPipelining(app)
+  traceRequests(app)
   app.addHook('onRequest', (request, reply, done) => {
     reply.headers(everyResponseHeaders(request.id))
     done()

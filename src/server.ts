@@ -12,6 +12,7 @@ import { purgeFinishedImports } from './imports/imports.store.js'
 import { healthRoutes } from './observability/health.js'
 import { loggerOptions } from './observability/logger.js'
 import { installMetrics } from './observability/metrics.js'
+import { startTracing, stopTracing, traceJob, traceRequests } from './observability/tracing.js'
 import { purgeSignInFailures, SIGN_IN_WINDOW_MS } from './rate-limit/sign-in-throttle.js'
 import { purgeExpiredRequestLogs } from './request-logs/request-logs.store.js'
 import { purgeExpiredSessions } from './users/sessions.store.js'
@@ -29,6 +30,8 @@ export interface RunningServer {
 export type Role = 'serve' | 'api-only' | 'worker'
 
 export async function startServer(config: Config, role: Role = 'serve'): Promise<RunningServer> {
+  // Before the database and the app exist: they take their spans' hooks when they are built.
+  await startTracing()
   const deps = createDeps(config)
   try {
     await deps.start()
@@ -69,15 +72,17 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
   }
   // Expired rows are purged at start and then hourly; events and deliveries in batches.
   const purge = () =>
-    Promise.all([
-      purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
-      purgeSignInFailures(deps.database.db, deps.clock.now(), SIGN_IN_WINDOW_MS),
-      purgeExpiredSessions(deps.database.db, deps.clock.now()),
-      purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
-      purgeExpiredDeliveries(deps.database.db, deps.clock.now(), config.eventRetentionDays),
-      purgeFinishedImports(deps.database.db, deps.clock.now(), config.eventRetentionDays),
-      purgeExpiredRequestLogs(deps.database.db, deps.clock.now(), config.requestLog.retentionDays),
-    ]).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
+    traceJob('purge expired rows', () =>
+      Promise.all([
+        purgeExpiredIdempotencyKeys(deps.database.db, deps.clock.now()),
+        purgeSignInFailures(deps.database.db, deps.clock.now(), SIGN_IN_WINDOW_MS),
+        purgeExpiredSessions(deps.database.db, deps.clock.now()),
+        purgeExpiredEvents(deps.database.db, deps.clock.now(), config.eventRetentionDays),
+        purgeExpiredDeliveries(deps.database.db, deps.clock.now(), config.eventRetentionDays),
+        purgeFinishedImports(deps.database.db, deps.clock.now(), config.eventRetentionDays),
+        purgeExpiredRequestLogs(deps.database.db, deps.clock.now(), config.requestLog.retentionDays),
+      ]),
+    ).catch((error) => app.log.warn({ err: error }, 'purging expired rows failed'))
   await purge()
   const purgeTimer = setInterval(purge, 3600_000)
   purgeTimer.unref()
@@ -100,7 +105,9 @@ export async function startServer(config: Config, role: Role = 'serve'): Promise
       // idle, or the close would wait keepAliveTimeout for the client to hang up.
       const sweep = setInterval(() => app.server.closeIdleConnections(), IDLE_SWEEP_MS)
       const served = app.close().finally(() => clearInterval(sweep))
-      closing = Promise.all([served, worker?.stop(), deps.imports.stop()]).then(() => closeDeps(deps))
+      closing = Promise.all([served, worker?.stop(), deps.imports.stop()])
+        .then(() => closeDeps(deps))
+        .then(stopTracing)
     }
     return closing
   }
@@ -124,6 +131,7 @@ const IDLE_SWEEP_MS = 250
 
 async function buildWorkerApp(deps: Deps): Promise<FastifyInstance> {
   const app = Fastify({ logger: loggerOptions(deps.config) })
+  traceRequests(app)
   installMetrics(app, deps.metrics, deps.config.metricsToken)
   await app.register(healthRoutes, { deps })
   return app

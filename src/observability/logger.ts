@@ -1,6 +1,7 @@
 // pino options for Fastify's logger: one line per request, secrets never written.
 import type { FastifyBaseLogger, FastifyServerOptions } from 'fastify'
 import type { Config } from '../config.js'
+import { traceFields, tracingOn } from './tracing.js'
 
 const API_KEY = /[a-z0-9]+_(?:live|test)_[A-Za-z0-9]+/g
 
@@ -25,6 +26,8 @@ export function loggerOptions(config: Config, stream?: NodeJS.WritableStream): F
   return {
     stream: stream ?? batchedStdout(),
     level: config.logLevel,
+    // The trace of each line when tracing is on (tracing.ts); no call per line otherwise.
+    ...(tracingOn() ? { mixin: traceFields } : {}),
     redact: {
       paths: ['req.headers.authorization', 'req.headers.cookie', 'res.headers["set-cookie"]', 'secret', '*.secret'],
       censor: '[REDACTED]',

@@ -5,6 +5,7 @@ import type { Kysely } from 'kysely'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import type { Metrics } from '../observability/metrics.js'
+import { traceDelivery } from '../observability/tracing.js'
 import { type Attempt, type AttemptRecord, recordAttempts } from './delivery-attempts.js'
 import { type ClaimedDelivery, claimDeliveries, dueEndpoints, releaseClaimed } from './delivery-claim.js'
 import { DISPATCH_BATCH, dispatchEvents } from './delivery-dispatch.js'
@@ -169,15 +170,19 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       result = { ok: false, statusCode: null, durationMs: 0, excerpt: '', error: 'signing secret unreadable' }
     } else {
       const headers = webhookHeaders({ eventId: delivery.event_id, timestamp: startedAt, body, secrets })
-      result = await postWebhook({
-        url: endpoint.url,
-        headers,
-        body,
-        timeoutMs: options.timeoutMs,
-        allowPrivate: options.allowPrivateUrls,
-        connections: connectionsOf(`${endpoint.account_id} ${endpoint.id}`),
-        ...(options.resolve ? { resolve: options.resolve } : {}),
-      })
+      const attributes = { 'webhook.endpoint_id': endpoint.id, 'webhook.delivery_id': delivery.id }
+      result = await traceDelivery(attributes, (traceparent) =>
+        postWebhook({
+          traceparent,
+          url: endpoint.url,
+          headers,
+          body,
+          timeoutMs: options.timeoutMs,
+          allowPrivate: options.allowPrivateUrls,
+          connections: connectionsOf(`${endpoint.account_id} ${endpoint.id}`),
+          ...(options.resolve ? { resolve: options.resolve } : {}),
+        }),
+      )
     }
     const recorded = record({ delivery, startedAt, result, final: body === undefined }).then((outcome) => {
       if (outcome.status !== 'stale') {

@@ -1,5 +1,4 @@
 // One webhook delivery attempt over the network: to a checked address only, one timeout, no redirects, 1 KB read.
-import { randomBytes } from 'node:crypto'
 import http from 'node:http'
 import https from 'node:https'
 import type { LookupFunction, Socket } from 'node:net'
@@ -8,12 +7,6 @@ import { type Resolver, resolveWebhookTarget, type WebhookTarget, type WebhookTa
 
 /** Who is calling, for a receiver's logs and firewall rules (docs/webhooks.md). */
 export const WEBHOOK_USER_AGENT = `ContactsAPI-Webhooks/${SERVICE_VERSION}`
-
-/**
- * A W3C traceparent per attempt, so a receiver's tracing can tie its work to the call; not sampled
- * (flags 00) while the service records no traces of its own.
- */
-const newTraceparent = (): string => `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`
 
 export type WebhookPost = {
   url: string | URL
@@ -27,6 +20,8 @@ export type WebhookPost = {
   resolve?: Resolver
   /** The endpoint's own keep-alive connections; without, a fresh connection per delivery. */
   connections?: EndpointConnections
+  /** The W3C traceparent sent, so a receiver's tracing can tie its work to the call (tracing.ts). */
+  traceparent?: string
 }
 
 // Idle kept-alive connections close after this, before the usual 5 s keep-alive of servers, so a
@@ -153,7 +148,7 @@ function send(target: WebhookTarget, post: WebhookPost, timeoutMs: number): Prom
             ...post.headers,
             'content-length': String(Buffer.byteLength(post.body)),
             'user-agent': WEBHOOK_USER_AGENT,
-            traceparent: newTraceparent(),
+            ...(post.traceparent ? { traceparent: post.traceparent } : {}),
           },
           agent: post.connections ? post.connections.agentFor(target) : false,
           lookup,

@@ -1,0 +1,210 @@
+// OpenTelemetry traces (docs/operations.md#tracing), with the official SDK, loaded only when
+// OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set: without it nothing of OpenTelemetry
+// is imported, and every function here is a no-op. The SDK reads the standard OTEL_* variables
+// (protocol, headers, service name, sampler, batch sizes). Spans: one per request (named by route
+// template), one per database statement, one per webhook attempt (its context is the traceparent
+// the receiver gets), one per background job.
+import { randomBytes } from 'node:crypto'
+import type { Span, Tracer } from '@opentelemetry/api'
+import type { FastifyInstance } from 'fastify'
+import type {
+  KyselyPlugin,
+  PluginTransformQueryArgs,
+  PluginTransformResultArgs,
+  QueryResult,
+  RootOperationNode,
+  UnknownRow,
+} from 'kysely'
+
+type Api = typeof import('@opentelemetry/api')
+
+interface Tracing {
+  api: Api
+  tracer: Tracer
+  shutdown(): Promise<void>
+}
+
+let tracing: Tracing | undefined
+
+/** Whether the SDK runs in this process (startTracing started it). */
+export const tracingOn = (): boolean => tracing !== undefined
+
+/** Whether this process exports traces: OTEL_EXPORTER_OTLP_(TRACES_)ENDPOINT is set. */
+export const tracingWanted = (env: NodeJS.ProcessEnv): boolean =>
+  Boolean(env.OTEL_EXPORTER_OTLP_ENDPOINT || env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT)
+
+/** Starts the SDK when the environment asks for it; before the database and the app are built. */
+export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promise<void> {
+  if (tracing || !tracingWanted(env) || env.OTEL_SDK_DISABLED === 'true') {
+    return
+  }
+  const [api, { NodeSDK }] = await Promise.all([import('@opentelemetry/api'), import('@opentelemetry/sdk-node')])
+  // Traces only: metrics stay Prometheus's (/metrics), logs stay on stdout.
+  const sdk = new NodeSDK({ instrumentations: [], serviceName: env.OTEL_SERVICE_NAME ?? 'contacts-api' })
+  sdk.start()
+  tracing = { api, tracer: api.trace.getTracer('contacts-api'), shutdown: () => sdk.shutdown() }
+}
+
+/** A collector that is down must not hold a stopping process (the exporter's own timeout is 10 s). */
+const SHUTDOWN_MAX_MS = 2000
+
+/** Sends what is still batched, for SHUTDOWN_MAX_MS at most; at shutdown. */
+export async function stopTracing(): Promise<void> {
+  const current = tracing
+  tracing = undefined
+  if (current) {
+    const timeout = new Promise<void>((resolve) => setTimeout(resolve, SHUTDOWN_MAX_MS).unref())
+    await Promise.race([current.shutdown().catch(() => {}), timeout])
+  }
+}
+
+/** The trace and span of the code running now, for a log line; {} when there is none. */
+export function traceFields(): Record<string, string> {
+  const span = tracing?.api.trace.getActiveSpan()
+  if (!span) {
+    return {}
+  }
+  const { traceId, spanId } = span.spanContext()
+  return { trace_id: traceId, span_id: spanId }
+}
+
+/**
+ * A server span per request, named by its route template, continuing an incoming traceparent; the
+ * rest of the request runs in its context, so statements and log lines are its children.
+ */
+export function traceRequests(app: FastifyInstance): void {
+  const on = tracing
+  if (!on) {
+    return
+  }
+  const { api, tracer } = on
+  const spans = new WeakMap<object, Span>()
+  app.addHook('onRequest', (request, reply, done) => {
+    const parent = api.propagation.extract(api.context.active(), request.headers)
+    const route = request.routeOptions.url ?? 'unknown route'
+    const span = tracer.startSpan(
+      `${request.method} ${route.replace(/:(\w+)/g, '{$1}')}`,
+      {
+        kind: api.SpanKind.SERVER,
+        attributes: {
+          'http.request.method': request.method,
+          'http.route': route,
+          'url.path': request.url.split('?')[0] ?? '',
+        },
+      },
+      parent,
+    )
+    spans.set(reply, span)
+    api.context.with(api.trace.setSpan(parent, span), done)
+  })
+  app.addHook('onResponse', (_request, reply, done) => {
+    const span = spans.get(reply)
+    if (span) {
+      span.setAttribute('http.response.status_code', reply.statusCode)
+      if (reply.statusCode >= 500) {
+        span.setStatus({ code: api.SpanStatusCode.ERROR })
+      }
+      span.end()
+    }
+    done()
+  })
+}
+
+/** A Kysely plugin: a span per statement, named by its kind and first table; no values. */
+export function statementSpans(): KyselyPlugin | undefined {
+  const on = tracing
+  if (!on) {
+    return undefined
+  }
+  const { api, tracer } = on
+  const open = new WeakMap<object, Span>()
+  return {
+    transformQuery({ node, queryId }: PluginTransformQueryArgs): RootOperationNode {
+      open.set(
+        queryId,
+        tracer.startSpan(statementName(node), {
+          kind: api.SpanKind.CLIENT,
+          attributes: { 'db.operation.name': node.kind },
+        }),
+      )
+      return node
+    },
+    async transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
+      open.get(queryId)?.end()
+      open.delete(queryId)
+      return result
+    },
+  }
+}
+
+function statementName(node: RootOperationNode): string {
+  const verb = node.kind.replace(/QueryNode$|Node$/, '').toLowerCase()
+  const table = tableOf(node)
+  return table ? `${verb} ${table}` : verb
+}
+
+function tableOf(node: RootOperationNode): string | undefined {
+  const named = (value: unknown): string | undefined => {
+    const table = value as { table?: { identifier?: { name?: string } } } | undefined
+    return table?.table?.identifier?.name
+  }
+  switch (node.kind) {
+    case 'SelectQueryNode':
+    case 'DeleteQueryNode':
+      return named(node.from?.froms[0])
+    case 'InsertQueryNode':
+      return named(node.into)
+    case 'UpdateQueryNode':
+      return named(node.table)
+    default:
+      return undefined
+  }
+}
+
+/**
+ * Runs one webhook attempt in a client span and hands it the traceparent to send, the span's own;
+ * without tracing, a fresh unsampled one, so a receiver can still tie its work to the call.
+ */
+export async function traceDelivery<T>(
+  attributes: Record<string, string>,
+  attempt: (traceparent: string) => Promise<T & { statusCode: number | null; ok: boolean }>,
+): Promise<T & { statusCode: number | null; ok: boolean }> {
+  const on = tracing
+  if (!on) {
+    return attempt(`00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`)
+  }
+  const { api, tracer } = on
+  return tracer.startActiveSpan('webhook delivery', { kind: api.SpanKind.CLIENT, attributes }, async (span) => {
+    const { traceId, spanId, traceFlags } = span.spanContext()
+    try {
+      const result = await attempt(`00-${traceId}-${spanId}-0${traceFlags.toString(16)}`)
+      if (result.statusCode !== null) {
+        span.setAttribute('http.response.status_code', result.statusCode)
+      }
+      if (!result.ok) {
+        span.setStatus({ code: api.SpanStatusCode.ERROR })
+      }
+      return result
+    } finally {
+      span.end()
+    }
+  })
+}
+
+/** Runs a background job (a purge, an import) in a span of its own. */
+export async function traceJob<T>(name: string, job: () => Promise<T>): Promise<T> {
+  const on = tracing
+  if (!on) {
+    return job()
+  }
+  return on.tracer.startActiveSpan(name, async (span) => {
+    try {
+      return await job()
+    } catch (error) {
+      span.setStatus({ code: on.api.SpanStatusCode.ERROR })
+      throw error
+    } finally {
+      span.end()
+    }
+  })
+}
