@@ -19,7 +19,7 @@ import { createFeedCommits, FEED_CHANNEL, type FeedCommits } from './events/feed
 import { createFeedProbe, type FeedProbe } from './events/feed-probe.js'
 import { createFeedSignal, type FeedSignal } from './events/feed-signal.js'
 import { createImportRunner, type ImportRunner } from './imports/import-runner.js'
-import { type Broadcast, localBroadcast, postgresBroadcast, redisBroadcast } from './lib/broadcast.js'
+import { type Broadcast, localBroadcast, postgresBroadcast, postgresListener, redisBroadcast } from './lib/broadcast.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
 import { statementSpans } from './observability/tracing.js'
@@ -63,6 +63,8 @@ export interface Deps {
   readonly webhooks: WebhookActionsDeps
   /** Connects what must be reachable before serving (Redis, the revocation listener). */
   start(): Promise<void>
+  /** Closes what start() connected (the LISTEN connection). */
+  stop(): Promise<void>
 }
 
 export function createDeps(
@@ -88,12 +90,16 @@ export function createDeps(
     // Reported where a command fails; ioredis reconnects by itself.
   })
 
+  // PostgreSQL's LISTEN, when there is no Redis: one connection for every channel.
+  const pgListenUrl =
+    !redis && config.database.kind === 'postgres' && !overrides.database ? listenUrl(config.database) : undefined
+  const listener = pgListenUrl === undefined ? undefined : postgresListener(pgListenUrl)
   /** A channel to every instance: Redis when there is one, else PostgreSQL's NOTIFY, else none. */
   const broadcastOn = (channel: string, onMessage: (message: string) => void): Broadcast =>
     redis
       ? redisBroadcast(redis, channel, onMessage)
       : config.database.kind === 'postgres' && !overrides.database
-        ? postgresBroadcast(listenUrl(config.database), database.db, channel, onMessage)
+        ? postgresBroadcast(listener, database.db, channel, onMessage)
         : localBroadcast(onMessage)
   let onRevoked: (keyHash: string) => void = () => {}
   const keyRevocations = broadcastOn(KEY_REVOCATIONS_CHANNEL, (keyHash) => onRevoked(keyHash))
@@ -163,6 +169,9 @@ export function createDeps(
       allowPrivateUrls: config.webhooks.allowPrivateUrls,
       resolve: overrides.resolve ?? defaultResolver,
     },
+    async stop() {
+      await listener?.close()
+    },
     async start() {
       if (redis) {
         // ioredis retries the first connection forever: give it 3 s, then say so plainly.
@@ -187,6 +196,7 @@ export function createDeps(
       try {
         await keyRevocations.start()
         await feedBroadcast.start()
+        await listener?.start()
       } catch (error) {
         // The LISTEN connection: DATABASE_DIRECT_URL when set (the first connection made there).
         const setting =
@@ -233,6 +243,7 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.keyVerifier.close()
   await deps.keyRevocations.close()
   await deps.feedCommits.close()
+  await deps.stop()
   deps.redis?.disconnect()
   await deps.database.close()
 }

@@ -1,6 +1,7 @@
 // Telling every instance something, on one channel: Redis pub/sub, else PostgreSQL LISTEN/NOTIFY,
 // else this process only. Each message also reaches this process at once. LISTEN needs a session of
-// its own: behind a transaction pooler, DATABASE_DIRECT_URL (docs/design.md#authentication).
+// its own, one per process for every channel: behind a transaction pooler, DATABASE_DIRECT_URL
+// (docs/design.md#authentication).
 import type { Redis } from 'ioredis'
 import { type Kysely, sql } from 'kysely'
 import pg from 'pg'
@@ -58,48 +59,73 @@ export function redisBroadcast(redis: Redis, channel: string, onMessage: OnMessa
 }
 
 /**
- * NOTIFY through `db` (fine through a pooler), LISTEN on its own connection to `listenUrl`. Without
- * one this instance tells the others but hears nothing: `shared` is false.
+ * One LISTEN connection per process, for every channel: each is a connection of the server's
+ * `max_connections` that no pool shares. Re-opened when lost; each channel's user bounds what it
+ * misses meanwhile (a cache TTL, a re-check).
+ */
+export interface PostgresListener {
+  on(channel: string, onMessage: OnMessage): void
+  start(): Promise<void>
+  close(): Promise<void>
+}
+
+export function postgresListener(url: string): PostgresListener {
+  const channels = new Map<string, OnMessage>()
+  let client: pg.Client | undefined
+  let stopped = false
+
+  async function connect(): Promise<void> {
+    const next = new pg.Client({ connectionString: url })
+    next.on('notification', (message) => {
+      if (message.payload) {
+        channels.get(message.channel)?.(message.payload)
+      }
+    })
+    next.on('error', () => {
+      client = undefined
+      next.end().catch(() => {})
+      if (!stopped) {
+        setTimeout(() => connect().catch(() => {}), 1000).unref()
+      }
+    })
+    await next.connect()
+    for (const channel of channels.keys()) {
+      await next.query(`listen ${channel}`)
+    }
+    client = next
+  }
+
+  return {
+    on(channel, onMessage) {
+      channels.set(channel, onMessage)
+    },
+    start: connect,
+    async close() {
+      stopped = true
+      await client?.end().catch(() => {})
+    },
+  }
+}
+
+/**
+ * NOTIFY through `db` (fine through a pooler); heard through the process's `listener`. Without one
+ * (behind a pooler with no direct URL) this instance tells the others but hears nothing: `shared` is
+ * false. The listener is started and closed by its owner, once for all its channels.
  */
 export function postgresBroadcast(
-  listenUrl: string | undefined,
+  listener: PostgresListener | undefined,
   db: Kysely<Database>,
   channel: string,
   onMessage: OnMessage,
 ): Broadcast {
-  let listener: pg.Client | undefined
-  let stopped = false
-
-  async function listen(url: string): Promise<void> {
-    const client = new pg.Client({ connectionString: url })
-    client.on('notification', (message) => {
-      if (message.payload) {
-        onMessage(message.payload)
-      }
-    })
-    client.on('error', () => {
-      // A lost LISTEN connection is re-opened; each channel's user bounds what it misses meanwhile.
-      listener = undefined
-      client.end().catch(() => {})
-      if (!stopped) {
-        setTimeout(() => listen(url).catch(() => {}), 1000).unref()
-      }
-    })
-    await client.connect()
-    await client.query(`listen ${channel}`)
-    listener = client
-  }
-
+  listener?.on(channel, onMessage)
   return {
-    shared: listenUrl !== undefined,
+    shared: listener !== undefined,
     async publish(message) {
       onMessage(message)
       return sent(sql`select pg_notify(${channel}, ${message})`.execute(db))
     },
-    start: () => (listenUrl === undefined ? Promise.resolve() : listen(listenUrl)),
-    async close() {
-      stopped = true
-      await listener?.end().catch(() => {})
-    },
+    async start() {},
+    async close() {},
   }
 }
