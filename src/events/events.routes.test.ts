@@ -203,8 +203,8 @@ describe.each(testDialects())('events on %s', (dialect) => {
       // Opened one after another: until it starts waiting, a poll is a request in progress.
       const polls = []
       for (let i = 0; i < 6; i++) {
-        polls.push(get(`/api/v1/events?after=${encodeURIComponent(start.next_cursor)}&wait=2`))
-        await new Promise((resolve) => setTimeout(resolve, 100))
+        polls.push(get(`/api/v1/events?after=${encodeURIComponent(start.next_cursor)}&wait=1`))
+        await new Promise((resolve) => setTimeout(resolve, 50))
       }
       // Six polls wait, and the account's limit of 2 requests in progress still has room.
       expect((await get('/api/v1/me')).statusCode).toBe(200)
