@@ -227,6 +227,15 @@ export async function recoverEndpointDeliveries(
 ): Promise<Recovery> {
   const since = Date.parse(range.since)
   const until = range.until === undefined ? now.getTime() : Date.parse(range.until)
+  // RFC 3339 allows a leap second (23:59:60), which no clock here can stand for.
+  for (const [field, ms] of [
+    ['since', since],
+    ['until', until],
+  ] as const) {
+    if (!Number.isFinite(ms)) {
+      throw invalidParameter(field, 'must be a time without a leap second (:60)')
+    }
+  }
   if (since > now.getTime()) {
     throw invalidParameter('since', 'must not be in the future')
   }

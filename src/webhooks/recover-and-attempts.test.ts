@@ -196,6 +196,8 @@ describe.each(testDialects())('recover and attempt history on %s', (dialect) => 
       [{}, 'since'],
       [{ since: at(-60_000), extra: true }, 'extra'],
       [{ since: at(-60_000), until: 12 }, 'until'],
+      [{ since: '2026-06-30T23:59:60Z' }, 'since'],
+      [{ since: at(-60_000), until: '2026-06-30T23:59:60Z' }, 'until'],
     ]
     for (const [payload, field] of cases) {
       const res = await recover(endpointId, payload)
