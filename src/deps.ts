@@ -90,15 +90,16 @@ export function createDeps(
     // Reported where a command fails; ioredis reconnects by itself.
   })
 
-  // PostgreSQL's LISTEN, when there is no Redis: one connection for every channel.
-  const pgListenUrl =
-    !redis && config.database.kind === 'postgres' && !overrides.database ? listenUrl(config.database) : undefined
-  const listener = pgListenUrl === undefined ? undefined : postgresListener(pgListenUrl)
+  // Without Redis, PostgreSQL's NOTIFY, heard on one LISTEN connection for every channel.
+  const notifyDatabase =
+    !redis && config.database.kind === 'postgres' && !overrides.database ? config.database : undefined
+  const listenAt = notifyDatabase && listenUrl(notifyDatabase)
+  const listener = listenAt === undefined ? undefined : postgresListener(listenAt)
   /** A channel to every instance: Redis when there is one, else PostgreSQL's NOTIFY, else none. */
   const broadcastOn = (channel: string, onMessage: (message: string) => void): Broadcast =>
     redis
       ? redisBroadcast(redis, channel, onMessage)
-      : config.database.kind === 'postgres' && !overrides.database
+      : notifyDatabase
         ? postgresBroadcast(listener, database.db, channel, onMessage)
         : localBroadcast(onMessage)
   let onRevoked: (keyHash: string) => void = () => {}
@@ -248,12 +249,15 @@ export async function closeDeps(deps: Deps): Promise<void> {
   await deps.database.close()
 }
 
+/** Where the generated secret of an SQLite database is kept: beside it. */
+export const localSecretFile = (databasePath: string): string => path.join(path.dirname(databasePath), 'secret')
+
 /** On SQLite the secret is generated at first start and kept beside the database (mode 0600). */
 function localSecret(config: Config): string {
   if (config.database.kind !== 'sqlite' || config.database.path === ':memory:') {
     return randomBytes(32).toString('hex')
   }
-  const file = path.join(path.dirname(config.database.path), 'secret')
+  const file = localSecretFile(config.database.path)
   try {
     writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 })
   } catch (error) {

@@ -1,6 +1,16 @@
 // The command line's argument checks: each refusal is a UsageError (exit 2, printed as it is).
+import { type ParseArgsOptionsConfig, parseArgs } from 'node:util'
 
 export class UsageError extends Error {}
+
+/** A command's flags and positionals; an unknown or malformed flag is a UsageError of one line. */
+export function parseArguments<O extends ParseArgsOptionsConfig>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true })
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? (error.message.split('\n')[0] ?? 'bad arguments') : String(error))
+  }
+}
 
 export function noExtra(args: string[]): void {
   if (args.length > 0) {

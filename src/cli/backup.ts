@@ -15,11 +15,11 @@ import {
   statSync,
 } from 'node:fs'
 import path from 'node:path'
-import { parseArgs } from 'node:util'
 import SQLite from 'better-sqlite3'
-import { type Config, ConfigError, loadConfig } from '../config.js'
+import { ConfigError, loadConfig } from '../config.js'
 import { knownMigrations } from '../db/migrate.js'
-import { UsageError } from './arguments.js'
+import { localSecretFile } from '../deps.js'
+import { parseArguments, UsageError } from './arguments.js'
 import type { CliIo } from './io.js'
 
 const USAGE = `Usage: contacts-api backup --to FILE
@@ -60,8 +60,7 @@ export async function runBackup(
     if (!file) {
       throw new UsageError(`${command} needs ${command === 'backup' ? '--to FILE' : '--from FILE'}`)
     }
-    const config = loadConfig(env)
-    const { database } = config
+    const { database } = loadConfig(env)
     if (database.kind === 'postgres') {
       io.out(command === 'backup' ? pgDumpCommand(database.url, file) : pgRestoreCommand(database.url, file))
       return 0
@@ -71,7 +70,7 @@ export async function runBackup(
     }
     io.out(
       command === 'backup'
-        ? backupSqlite(database.path, path.resolve(file), secretOf(config, env))
+        ? backupSqlite(database.path, path.resolve(file), secretOf(database.path, env))
         : restoreSqlite(path.resolve(file), database.path, values.force === true),
     )
     return 0
@@ -92,20 +91,11 @@ export async function runBackup(
   }
 }
 
-function parse(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? (error.message.split('\n')[0] ?? 'bad arguments') : String(error))
-  }
-}
+const parse = (argv: string[]) => parseArguments(argv, OPTIONS)
 
 /** Which secret the database's sealed values need: the environment's, or the file beside it. */
-function secretOf(config: Config, env: NodeJS.ProcessEnv): string {
-  return env.SECRET
-    ? 'the SECRET it runs with (from the environment)'
-    : `the secret file ${path.join(path.dirname(config.database.kind === 'sqlite' ? config.database.path : ''), 'secret')}`
-}
+const secretOf = (databasePath: string, env: NodeJS.ProcessEnv): string =>
+  env.SECRET ? 'the SECRET it runs with (from the environment)' : `the secret file ${localSecretFile(databasePath)}`
 
 function backupSqlite(source: string, target: string, secret: string): string {
   if (!existsSync(source)) {

@@ -1,6 +1,5 @@
 // The contacts-api command line: serve, worker, migrate, accounts, keys, scan, listen, trigger, backup
 // and restore. Exit 2 on bad arguments.
-import { parseArgs } from 'node:util'
 import { createAccountWithKey } from '../accounts/accounts.js'
 import { ACCOUNT_NAME_MAX, findAccount } from '../accounts/accounts.store.js'
 import { liveTenant, tenantById, tenantOf, testTenant } from '../accounts/tenant.js'
@@ -18,7 +17,7 @@ import { POOLER_HINT } from '../db/database.js'
 import { migrateDown, migrateToLatest, migrationStatus } from '../db/migrate.js'
 import { closeDeps, createDeps, type Deps, StartError } from '../deps.js'
 import { startServer } from '../server.js'
-import { ID_ARGUMENT_MAX, noExtra, parseRfc3339, requireText, UsageError } from './arguments.js'
+import { ID_ARGUMENT_MAX, noExtra, parseArguments, parseRfc3339, requireText, UsageError } from './arguments.js'
 import { runBackup } from './backup.js'
 import { cliCommandLine } from './command-line.js'
 import { type CliIo, processIo } from './io.js'
@@ -148,13 +147,7 @@ async function startOrSay(config: Config, role: 'serve' | 'api-only' | 'worker',
   }
 }
 
-function parse(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
-  } catch (error) {
-    throw new UsageError((error as Error).message.split('\n')[0] ?? 'bad arguments')
-  }
-}
+const parse = (argv: string[]) => parseArguments(argv, OPTIONS)
 
 type Values = ReturnType<typeof parse>['values']
 type Flag = Exclude<keyof Values, 'json' | 'help'>

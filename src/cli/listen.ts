@@ -3,13 +3,12 @@
 // events feed with long polls and POSTs each event to a local URL, signed as a delivery is, with a
 // secret of its own; trigger makes sample test-mode data to fire events. Both are clients of the
 // API (CONTACTS_API_KEY, --api-url): no database, no endpoint, no public URL.
-import { parseArgs } from 'node:util'
 import { EVENT_TYPES } from '../events/events.js'
 import { eventPayload } from '../webhooks/payload.js'
 import { newWebhookSecret } from '../webhooks/secrets.js'
 import { webhookHeaders } from '../webhooks/signing.js'
 import { WEBHOOK_USER_AGENT } from '../webhooks/webhook-post.js'
-import { UsageError } from './arguments.js'
+import { parseArguments, UsageError } from './arguments.js'
 import type { CliIo } from './io.js'
 
 const LISTEN_USAGE = `Usage: contacts-api listen --forward-to URL [--events TYPES] [--api-url URL]
@@ -100,13 +99,7 @@ export async function runListen(
   }
 }
 
-function parse(argv: string[]) {
-  try {
-    return parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true })
-  } catch (error) {
-    throw new UsageError(error instanceof Error ? error.message : String(error))
-  }
-}
+const parse = (argv: string[]) => parseArguments(argv, OPTIONS)
 
 function apiOf(text: string): URL {
   let url: URL
