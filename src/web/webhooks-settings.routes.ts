@@ -9,7 +9,7 @@ import { listAudit, WEBHOOK_ACTIONS } from '../audit/audit.js'
 import type { Db } from '../db/transaction.js'
 import type { Deps } from '../deps.js'
 import { EVENT_TYPES } from '../events/events.js'
-import { AppError } from '../http/errors.js'
+import { AppError, statusOf } from '../http/errors.js'
 import { can } from '../users/roles.js'
 import type { WebhookDelivery } from '../webhooks/deliveries.js'
 import { listDeliveryRows } from '../webhooks/deliveries.store.js'
@@ -159,7 +159,7 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
     )
   }
 
-  /** Runs a lifecycle action; an AppError (other than not_found) is shown on the endpoint page. */
+  /** Runs a lifecycle action; an AppError (other than not_found) is shown on the endpoint page, with its status. */
   async function orShowError<T>(
     request: FastifyRequest,
     reply: FastifyReply,
@@ -174,8 +174,8 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
         throw error
       }
       const fresh = (await findEndpoint(db, row.account_id, row.id)) ?? row
-      const status = error.code === 'invalid_parameter' ? 400 : 409
-      return { ok: false, reply: await showEndpoint(request, reply, fresh, { error: error.message, ...shown }, status) }
+      const page = await showEndpoint(request, reply, fresh, { error: error.message, ...shown }, statusOf(error.code))
+      return { ok: false, reply: page }
     }
   }
 
