@@ -89,7 +89,13 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   // Claimed ahead, per endpoint: each starts the moment one of the endpoint's slots frees, without
   // waiting for the loop's next claim (its lease runs meanwhile, as for one under way).
   const ready = new Map<string, { endpoint: EndpointRow; deliveries: ClaimedDelivery[] }>()
-  let readyTotal = 0
+  const readyTotal = (): number => {
+    let total = 0
+    for (const queue of ready.values()) {
+      total += queue.deliveries.length
+    }
+    return total
+  }
   let inFlightTotal = 0
   let stopped = false
   let woken = false
@@ -190,7 +196,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       }
       if (outcome.disabled) {
         // disableEndpoint failed them in the database: none is sent.
-        dropReady(`${endpoint.account_id} ${endpoint.id}`)
+        ready.delete(`${endpoint.account_id} ${endpoint.id}`)
       }
     })
     return { recorded, gone: !result.ok && result.statusCode === 410 }
@@ -245,17 +251,11 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
   function startReady(key: string): void {
     const queue = ready.get(key)
     while (queue && queue.deliveries.length > 0 && (inFlight.get(key) ?? 0) < perEndpoint && !stopped) {
-      readyTotal--
       start(queue.endpoint, queue.deliveries.shift() as ClaimedDelivery)
     }
     if (queue?.deliveries.length === 0) {
       ready.delete(key)
     }
-  }
-
-  function dropReady(key: string): void {
-    readyTotal -= ready.get(key)?.deliveries.length ?? 0
-    ready.delete(key)
   }
 
   /** At stop: the deliveries claimed but not started are due again at once, for any worker. */
@@ -264,7 +264,6 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       await releaseClaimed(db, endpoint, deliveries, clock.now())
     }
     ready.clear()
-    readyTotal = 0
   }
 
   async function tick(): Promise<void> {
@@ -275,7 +274,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
       // a backlog: fan it all out before claiming
     }
     // What is claimed ahead is bounded like what is under way: at most `concurrency` in all.
-    const free = concurrency - inFlightTotal - readyTotal
+    const free = concurrency - inFlightTotal - readyTotal()
     if (free <= 0) {
       return
     }
@@ -283,7 +282,7 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
     for (const ref of await dueEndpoints(db, clock.now(), free + inFlight.size)) {
       const key = `${ref.accountId} ${ref.id}`
       const held = (inFlight.get(key) ?? 0) + (ready.get(key)?.deliveries.length ?? 0)
-      const room = Math.min(CLAIMED_PER_SLOT * perEndpoint - held, concurrency - inFlightTotal - readyTotal)
+      const room = Math.min(CLAIMED_PER_SLOT * perEndpoint - held, concurrency - inFlightTotal - readyTotal())
       if (stopped || room <= 0) {
         continue
       }
@@ -296,7 +295,6 @@ export function startDeliveryWorker(options: DeliveryWorkerOptions): DeliveryWor
         } else {
           ready.set(key, { endpoint: claim.endpoint, deliveries: [...claim.deliveries] })
         }
-        readyTotal += claim.deliveries.length
         startReady(key)
       }
     }
