@@ -21,7 +21,13 @@ describe('feed commits', () => {
     expect(await woken).toBe(true)
     expect(published).toEqual([])
     await pause(FEED_BATCH_MS + 20)
-    expect(published).toEqual(['acct_a,acct_b'])
+    expect(published).toHaveLength(1)
+    expect(published[0]).toMatch(/^[0-9a-f]{12} acct_a,acct_b$/)
+    expect(batches).toBe(1)
+    // Its own message, echoed back by the broadcast, was handled at commit: nothing again.
+    const again = signal.next('acct_a', 50, new AbortController().signal)
+    commits.received(published[0] as string)
+    expect(await again).toBe(false)
     expect(batches).toBe(1)
   })
 
@@ -45,7 +51,7 @@ describe('feed commits', () => {
     const a = signal.next('acct_a', 10_000, new AbortController().signal)
     const b = signal.next('acct_b', 10_000, new AbortController().signal)
     const c = signal.next('acct_c', 50, new AbortController().signal)
-    commits.received('acct_a,acct_b')
+    commits.received('0123456789ab acct_a,acct_b')
     expect([await a, await b, await c]).toEqual([true, true, false])
     expect(batches).toBe(1)
   })

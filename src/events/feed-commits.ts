@@ -1,6 +1,7 @@
 // Commits to the events feed, told to whoever waits for them: this process's long polls at once;
 // every few milliseconds, in one message, the other instances (their long polls and delivery
 // workers) and this process's delivery worker. A worker that hears nothing still polls.
+import { randomBytes } from 'node:crypto'
 import type { Broadcast } from '../lib/broadcast.js'
 import type { FeedSignal } from './feed-signal.js'
 
@@ -13,7 +14,7 @@ const TENANTS_PER_MESSAGE = 100
 export interface FeedCommits {
   /** An event of the tenant was committed by this process. */
   committed(tenantId: string): void
-  /** Another instance's message (the broadcast's). */
+  /** A message of the broadcast: another instance's commits (this one's own are ignored). */
   received(message: string): void
   /** Calls `listener` after each batch of commits, this process's or another's. */
   onBatch(listener: () => void): void
@@ -22,6 +23,8 @@ export interface FeedCommits {
 
 export function createFeedCommits(feedSignal: FeedSignal): FeedCommits & { connect(broadcast: Broadcast): void } {
   const listeners: Array<() => void> = []
+  // A message names its instance: this one's own, echoed back by the broadcast, was handled at commit.
+  const origin = randomBytes(6).toString('hex')
   let broadcast: Broadcast | undefined
   let pending: Set<string> | undefined
   const flush = () => {
@@ -29,7 +32,7 @@ export function createFeedCommits(feedSignal: FeedSignal): FeedCommits & { conne
     pending = undefined
     if (broadcast?.shared) {
       for (let at = 0; at < tenants.length; at += TENANTS_PER_MESSAGE) {
-        void broadcast.publish(tenants.slice(at, at + TENANTS_PER_MESSAGE).join(','))
+        void broadcast.publish(`${origin} ${tenants.slice(at, at + TENANTS_PER_MESSAGE).join(',')}`)
       }
     }
     for (const listener of listeners) {
@@ -50,7 +53,11 @@ export function createFeedCommits(feedSignal: FeedSignal): FeedCommits & { conne
       setTimeout(flush, FEED_BATCH_MS).unref()
     },
     received(message) {
-      for (const tenantId of message.split(',')) {
+      const [from, tenants = ''] = message.split(' ')
+      if (from === origin) {
+        return
+      }
+      for (const tenantId of tenants.split(',')) {
         feedSignal.notify(tenantId)
       }
       for (const listener of listeners) {
