@@ -123,7 +123,9 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
     const started = (await (await fetch(`${b.base}/api/v1/events?from=now`, { headers })).json()) as FeedPage
     let cursor = started.next_cursor as string
     const delays: number[] = []
-    // The poll's own re-check would take up to 1.5 s; three pushes in a row under 300 ms are no luck.
+    // Without the push, the poll's own re-check finds the event a second after the poll began, so
+    // 800 ms or more after the commit here; pushed, well under that. Two of three under 600 ms, so a
+    // loaded machine's one slow answer does not decide.
     for (const name of ['One', 'Two', 'Three']) {
       const poll = fetch(`${b.base}/api/v1/events?wait=20&after=${encodeURIComponent(cursor)}`, { headers })
       await new Promise((resolve) => setTimeout(resolve, 200))
@@ -139,7 +141,7 @@ describe.skipIf(!databaseUrl)('two instances on PostgreSQL + Redis', () => {
       expect(page.events.map((e) => e.data.object.first_name)).toEqual([name])
       cursor = page.next_cursor
     }
-    expect(Math.max(...delays)).toBeLessThan(300)
+    expect(delays.filter((ms) => ms < 600).length, delays.join(', ')).toBeGreaterThanOrEqual(2)
   })
 
   it('a cursor minted by one instance works on the other', async () => {

@@ -13,6 +13,13 @@ import { runCli } from '../src/cli/cli.js'
 import { freePort, type ServerProcess, startServerProcess } from './processes.js'
 import { startReceiver, type WebhookReceiver } from './webhook-receiver.js'
 
+/** A new account's API key, made by the CLI on the database the server will use. */
+async function accountKey(name: string, env: Record<string, string>): Promise<string> {
+  let out = ''
+  await runCli(['accounts', 'create', '--name', name, '--json'], env, { out: (text) => (out += text), err: () => {} })
+  return (JSON.parse(out) as { api_key: { secret: string } }).api_key.secret
+}
+
 interface OtlpSpan {
   traceId: string
   spanId: string
@@ -88,14 +95,7 @@ describe('tracing over OTLP/HTTP', () => {
       OTEL_SERVICE_NAME: 'contacts-api-test',
       OTEL_BSP_SCHEDULE_DELAY: '50',
     }
-    let out = ''
-    await runCli(['accounts', 'create', '--name', 'Traced', '--json'], env, {
-      out: (t) => {
-        out += t
-      },
-      err: () => {},
-    })
-    key = (JSON.parse(out) as { api_key: { secret: string } }).api_key.secret
+    key = await accountKey('Traced', env)
     server = await startServerProcess(env)
   }, 60_000)
   afterAll(async () => {
@@ -194,14 +194,7 @@ describe('tracing with its collector down', () => {
       OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
       OTEL_BSP_SCHEDULE_DELAY: '50',
     }
-    let out = ''
-    await runCli(['accounts', 'create', '--name', 'Down', '--json'], env, {
-      out: (t) => {
-        out += t
-      },
-      err: () => {},
-    })
-    const key = (JSON.parse(out) as { api_key: { secret: string } }).api_key.secret
+    const key = await accountKey('Down', env)
     const server = await startServerProcess(env)
     try {
       for (let i = 0; i < 50; i++) {
