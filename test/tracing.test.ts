@@ -11,6 +11,7 @@ import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
 import { freePort, type ServerProcess, startServerProcess } from './processes.js'
+import { httpSignUp } from './web-client.js'
 import { startReceiver, type WebhookReceiver } from './webhook-receiver.js'
 
 /** A new account's API key, made by the CLI on the database the server will use. */
@@ -61,10 +62,10 @@ const attribute = (span: OtlpSpan, key: string) => {
   return value?.stringValue ?? (value?.intValue === undefined ? undefined : Number(value.intValue))
 }
 
-async function until<T>(read: () => T | undefined, timeoutMs = 10_000): Promise<T> {
+async function until<T>(read: () => T | undefined | Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
   const deadline = Date.now() + timeoutMs
   for (;;) {
-    const value = read()
+    const value = await read()
     if (value !== undefined) {
       return value
     }
@@ -147,6 +148,22 @@ describe('tracing over OTLP/HTTP', () => {
     expect(span).toMatchObject({ traceId, name: 'webhook delivery' })
     expect(attribute(span, 'http.response.status_code')).toBe(200)
   })
+
+  it('a CSV import runs in a span of its own, its statements its children', async () => {
+    const { web, accountId } = await httpSignUp(server.base, 'importer@example.com', 'Imports')
+    await web.get(`/app/${accountId}/contacts/import`)
+    const started = await web.upload(
+      `/app/${accountId}/contacts/import`,
+      'a.csv',
+      'email,name\nimported@example.com,Imported\n',
+    )
+    expect(started.status).toBe(303)
+    const importId = /imports\/(imp_[0-9A-Za-z]+)/.exec(started.location ?? '')?.[1]
+    const span = await until(() =>
+      collector.spans.find((s) => s.name === 'csv import' && attribute(s, 'import.id') === importId),
+    )
+    expect(span.parentSpanId ?? '').toBe('')
+  })
 })
 
 describe('tracing off', () => {
@@ -184,26 +201,60 @@ registerHooks({ resolve(specifier, context, next) {
   }, 60_000)
 })
 
-describe('tracing with its collector down', () => {
-  it('requests answer as usual', async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), 'tracing-down-'))
-    const env = {
-      DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`,
-      SECRET: randomBytes(32).toString('hex'),
-      OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${await freePort()}`,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_BSP_SCHEDULE_DELAY: '50',
-    }
-    const key = await accountKey('Down', env)
-    const server = await startServerProcess(env)
-    try {
-      for (let i = 0; i < 50; i++) {
-        const res = await fetch(`${server.base}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } })
-        expect(res.status).toBe(200)
+/** The otel_spans_dropped_total series of a server's /metrics, by reason. */
+async function spansDropped(base: string): Promise<Record<string, number>> {
+  const text = await (await fetch(`${base}/metrics`)).text()
+  return Object.fromEntries(
+    [...text.matchAll(/^otel_spans_dropped_total\{reason="(\w+)"\} (\d+)$/gm)].map(([, reason, n]) => [
+      reason,
+      Number(n),
+    ]),
+  )
+}
+
+describe('tracing with its collector down or stuck', () => {
+  // A collector that takes the connection and never answers: the batch in flight holds the queue.
+  let stuck: http.Server
+  beforeAll(async () => {
+    stuck = http.createServer(() => {})
+    await new Promise<void>((resolve) => stuck.listen(0, '127.0.0.1', resolve))
+  })
+  afterAll(async () => {
+    stuck.closeAllConnections()
+    await new Promise((resolve) => stuck.close(resolve))
+  })
+
+  it.each([
+    ['down', async () => `http://127.0.0.1:${await freePort()}`, 'export_failed'],
+    ['stuck', async () => `http://127.0.0.1:${(stuck.address() as AddressInfo).port}`, 'queue_full'],
+  ] as const)(
+    'requests answer as usual while it is %s, the spans lost counted',
+    async (_, endpoint, reason) => {
+      const dir = mkdtempSync(path.join(tmpdir(), 'tracing-down-'))
+      const env = {
+        DATABASE_URL: `sqlite:${path.join(dir, 'db.sqlite')}`,
+        SECRET: randomBytes(32).toString('hex'),
+        OTEL_EXPORTER_OTLP_ENDPOINT: await endpoint(),
+        OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+        OTEL_BSP_MAX_QUEUE_SIZE: '16',
       }
-    } finally {
-      await server.stop()
-      rmSync(dir, { recursive: true, force: true })
-    }
-  }, 60_000)
+      const key = await accountKey('Down', env)
+      const server = await startServerProcess(env)
+      try {
+        // Start-up's statements may have filled the small queue already: the count must grow.
+        const before = await spansDropped(server.base)
+        expect(Object.keys(before).sort()).toEqual(['export_failed', 'queue_full'])
+        for (let i = 0; i < 50; i++) {
+          const res = await fetch(`${server.base}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } })
+          expect(res.status).toBe(200)
+        }
+        await until(async () => ((await spansDropped(server.base))[reason] ?? 0) > (before[reason] ?? 0) || undefined)
+      } finally {
+        await server.stop()
+        rmSync(dir, { recursive: true, force: true })
+      }
+    },
+    60_000,
+  )
 })

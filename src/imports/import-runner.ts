@@ -7,6 +7,7 @@ import type { ContactService } from '../contacts/contact-service.js'
 import type { Database } from '../db/schema.js'
 import type { Clock } from '../lib/clock.js'
 import { coalescedRun } from '../lib/coalesced-run.js'
+import { traceJob } from '../observability/tracing.js'
 import { createImportChecker, type ImportChecker } from './import-check.js'
 import { ImportInterrupted, runImport, WRITE_CHUNK_ROWS } from './import-job.js'
 import { claimNextImport, releaseImport } from './imports.store.js'
@@ -69,7 +70,9 @@ export function createImportRunner(options: ImportRunnerOptions): ImportRunner {
         return
       }
       const key = `${job.accountId}/${job.id}`
-      const run = runImport(jobDeps, job.accountId, job.id, stopping.signal)
+      const run = traceJob('csv import', () => runImport(jobDeps, job.accountId, job.id, stopping.signal), {
+        'import.id': job.id,
+      })
         .catch(async (error: unknown) => {
           // Interrupted or failed unexpectedly (database away): let a runner take it again.
           await releaseImport(db, job.accountId, job.id).catch(() => {})

@@ -5,6 +5,7 @@ import type { DatabaseHandle } from '../db/database.js'
 import { AppError } from '../http/errors.js'
 import { safeEqual } from '../lib/crypto.js'
 import { createRequestMetrics, type RequestMetrics } from './request-metrics.js'
+import { spansDropped } from './tracing.js'
 
 export interface Metrics {
   readonly registry: Registry
@@ -53,6 +54,19 @@ export function createMetrics(database: DatabaseHandle): Metrics {
         .catch(() => undefined)
       if (row) {
         this.set(Number(row.n))
+      }
+    },
+  })
+  new Counter({
+    name: 'otel_spans_dropped_total',
+    help: 'Trace spans never sent to the OTLP collector, by reason (queue_full, export_failed); only while tracing is on',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      const dropped = spansDropped()
+      this.reset()
+      for (const [reason, spans] of Object.entries(dropped ?? {})) {
+        this.inc({ reason }, spans)
       }
     },
   })

@@ -1,9 +1,9 @@
 // OpenTelemetry traces (docs/operations.md#tracing), with the official SDK, loaded only when
 // OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set: without it nothing of OpenTelemetry
-// is imported, and every function here is a no-op. The SDK reads the standard OTEL_* variables
-// (protocol, headers, service name, sampler, batch sizes). Spans: one per request (named by route
-// template), one per database statement, one per webhook attempt (its context is the traceparent
-// the receiver gets), one per background job.
+// is imported, and every function here is a no-op. The standard OTEL_* variables apply (protocol,
+// headers, service name, sampler, batch sizes: span-export.ts). Spans: one per request (named by
+// route template), one per database statement, one per webhook attempt (its context is the
+// traceparent the receiver gets), one per background job.
 import { randomBytes } from 'node:crypto'
 import type { Span, Tracer } from '@opentelemetry/api'
 import type { FastifyInstance } from 'fastify'
@@ -15,6 +15,7 @@ import type {
   RootOperationNode,
   UnknownRow,
 } from 'kysely'
+import type { DropReason } from './span-export.js'
 
 type Api = typeof import('@opentelemetry/api')
 
@@ -25,6 +26,12 @@ interface Tracing {
 }
 
 let tracing: Tracing | undefined
+
+/** Spans that never reached the collector, by why, since the process started. */
+const dropped: Record<DropReason, number> = { queue_full: 0, export_failed: 0 }
+
+/** The spans dropped so far, by why; undefined while tracing is off (metrics.ts). */
+export const spansDropped = (): Readonly<Record<DropReason, number>> | undefined => (tracing ? dropped : undefined)
 
 /** Whether the SDK runs in this process (startTracing started it). */
 export const tracingOn = (): boolean => tracing !== undefined
@@ -38,9 +45,22 @@ export async function startTracing(env: NodeJS.ProcessEnv = process.env): Promis
   if (tracing || !tracingWanted(env) || env.OTEL_SDK_DISABLED === 'true') {
     return
   }
-  const [api, { NodeSDK }] = await Promise.all([import('@opentelemetry/api'), import('@opentelemetry/sdk-node')])
+  const [api, { NodeSDK }, { countedSpanProcessor }] = await Promise.all([
+    import('@opentelemetry/api'),
+    import('@opentelemetry/sdk-node'),
+    import('./span-export.js'),
+  ])
+  const spanProcessor = await countedSpanProcessor(env, {
+    count: (reason, spans) => {
+      dropped[reason] += spans
+    },
+  })
   // Traces only: metrics stay Prometheus's (/metrics), logs stay on stdout.
-  const sdk = new NodeSDK({ instrumentations: [], serviceName: env.OTEL_SERVICE_NAME ?? 'contacts-api' })
+  const sdk = new NodeSDK({
+    instrumentations: [],
+    serviceName: env.OTEL_SERVICE_NAME ?? 'contacts-api',
+    spanProcessors: [spanProcessor],
+  })
   sdk.start()
   tracing = { api, tracer: api.trace.getTracer('contacts-api'), shutdown: () => sdk.shutdown() }
 }
@@ -191,13 +211,17 @@ export async function traceDelivery<T>(
   })
 }
 
-/** Runs a background job (a purge, an import) in a span of its own. */
-export async function traceJob<T>(name: string, job: () => Promise<T>): Promise<T> {
+/** Runs a background job (a purge, an import) in a span of its own, a root span. */
+export async function traceJob<T>(
+  name: string,
+  job: () => Promise<T>,
+  attributes: Record<string, string> = {},
+): Promise<T> {
   const on = tracing
   if (!on) {
     return job()
   }
-  return on.tracer.startActiveSpan(name, async (span) => {
+  return on.tracer.startActiveSpan(name, { root: true, attributes }, async (span) => {
     try {
       return await job()
     } catch (error) {
