@@ -11,6 +11,7 @@ import {
   readFileSync,
   rmSync,
   statSync,
+  symlinkSync,
   writeFileSync,
 } from 'node:fs'
 import { tmpdir } from 'node:os'
@@ -172,6 +173,68 @@ describe('backup and restore on SQLite', () => {
       ).code,
     ).toBe(0)
     expect(readdirSync(dir).filter((name) => name.endsWith('.partial'))).toEqual([])
+  })
+
+  it('refuses a restore over a database a running server has open, and the server keeps its data', async () => {
+    const live = path.join(dir, 'live.sqlite')
+    const backup = path.join(dir, 'for-open.sqlite')
+    expect((await cli(['backup', '--to', backup], env)).code).toBe(0)
+    const server = await startServerProcess(env)
+    try {
+      const refused = await cli(['restore', '--from', backup, '--force'], env)
+      expect(refused).toMatchObject({ code: 1, out: '' })
+      expect(refused.err).toBe(
+        `contacts-api: ${live} is open in another process (a running server?): stop it first; nothing was changed`,
+      )
+      const res = await fetch(`${server.base}/api/v1/me`, { headers: { authorization: `Bearer ${key}` } })
+      expect(res.status).toBe(200)
+    } finally {
+      await server.stop()
+    }
+    // Stopped, the same restore goes through.
+    expect((await cli(['restore', '--from', backup, '--force'], env)).code).toBe(0)
+  }, 60_000)
+
+  it('restores without SECRET only with the secret the backup was taken with', async () => {
+    const backup = path.join(dir, 'with-secret.sqlite')
+    expect((await cli(['backup', '--to', backup], env)).code).toBe(0)
+    const elsewhere = mkdtempSync(path.join(tmpdir(), 'restore-secret-'))
+    try {
+      const { SECRET: _, ...noSecret } = env
+      const target = { ...noSecret, DATABASE_URL: `sqlite:${path.join(elsewhere, 'db.sqlite')}` }
+      // None kept: refused, nothing written.
+      const refused = await cli(['restore', '--from', backup], target)
+      expect(refused.code).toBe(1)
+      expect(refused.err).toContain(`${path.join(elsewhere, 'secret')} does not exist: set SECRET`)
+      expect(readdirSync(elsewhere)).toEqual([])
+      // Kept beside the backup (as the backup's message says): copied beside the restored database.
+      writeFileSync(path.join(dir, 'secret'), 'the-secret-kept-with-the-backup', { mode: 0o600 })
+      const restored = await cli(['restore', '--from', backup], target)
+      expect(restored.code, restored.err).toBe(0)
+      expect(restored.out).toContain(`Copied the backup's secret file to ${path.join(elsewhere, 'secret')}`)
+      expect(readFileSync(path.join(elsewhere, 'secret'), 'utf8')).toBe('the-secret-kept-with-the-backup')
+      expect(statSync(path.join(elsewhere, 'secret')).mode & 0o777).toBe(0o600)
+    } finally {
+      rmSync(path.join(dir, 'secret'), { force: true })
+      rmSync(elsewhere, { recursive: true, force: true })
+    }
+  })
+
+  it('refuses standard output, a link, and a directory as a backup', async () => {
+    const dash = await cli(['backup', '--to', '-'], env)
+    expect(dash.code).toBe(1)
+    expect(dash.err).toContain('not to standard output')
+    const link = path.join(dir, 'dangling.sqlite')
+    symlinkSync(path.join(dir, 'nowhere', 'x.sqlite'), link)
+    const linked = await cli(['backup', '--to', link], env)
+    expect(linked.code).toBe(1)
+    expect(linked.err).toContain('exists: a backup never overwrites a file')
+    const fromDir = await cli(['restore', '--from', dir, '--force'], {
+      ...env,
+      DATABASE_URL: `sqlite:${path.join(dir, 'from-dir.sqlite')}`,
+    })
+    expect(fromDir.code).toBe(1)
+    expect(fromDir.err).toBe(`contacts-api: ${dir} is not a file (a backup is one file); nothing was changed`)
   })
 
   it('kill -9 in the middle of a backup leaves the source whole and nothing under the target name', async () => {

@@ -6,10 +6,13 @@
 import {
   chmodSync,
   closeSync,
+  constants,
   copyFileSync,
   existsSync,
   fsyncSync,
+  lstatSync,
   openSync,
+  realpathSync,
   renameSync,
   rmSync,
   statSync,
@@ -71,7 +74,7 @@ export async function runBackup(
     io.out(
       command === 'backup'
         ? backupSqlite(database.path, path.resolve(file), secretOf(database.path, env))
-        : restoreSqlite(path.resolve(file), database.path, values.force === true),
+        : restoreSqlite(path.resolve(file), database.path, values.force === true, env),
     )
     return 0
   } catch (error) {
@@ -101,12 +104,16 @@ function backupSqlite(source: string, target: string, secret: string): string {
   if (!existsSync(source)) {
     throw new Refusal(`there is no database at ${source} to back up`)
   }
-  if (existsSync(target)) {
-    throw new Refusal(`${target} exists: a backup never overwrites a file; choose a new name`)
+  if (path.basename(target) === '-') {
+    throw new Refusal('a backup is written to a file (--to FILE), not to standard output')
   }
   const dir = path.dirname(target)
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
     throw new Refusal(`cannot write ${target}: ${dir} is not a directory`)
+  }
+  // lstat: a link, even one to nowhere, is a file a backup would replace.
+  if (lstatSync(target, { throwIfNoEntry: false })) {
+    throw new Refusal(`${target} exists: a backup never overwrites a file; choose a new name`)
   }
   // Beside the target, so the rename is atomic; named by the process, so two backups never share it.
   const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
@@ -135,13 +142,17 @@ function backupSqlite(source: string, target: string, secret: string): string {
   }
 }
 
-function restoreSqlite(source: string, target: string, force: boolean): string {
+function restoreSqlite(source: string, configured: string, force: boolean, env: NodeJS.ProcessEnv): string {
   const contacts = checkBackup(source)
+  // A database reached through a link is replaced where it is, not the link.
+  const target = existsSync(configured) ? realpathSync(configured) : configured
   if (hasAccounts(target) && !force) {
     throw new Refusal(
       `${target} holds accounts: restore replaces the whole database. Stop the server, then run again with --force`,
     )
   }
+  const secret = secretToCopy(source, configured, env)
+  refuseWhileOpen(target)
   const dir = path.dirname(target)
   const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
   try {
@@ -154,17 +165,76 @@ function restoreSqlite(source: string, target: string, force: boolean): string {
     }
     renameSync(partial, target)
     syncFile(dir)
+    if (secret) {
+      copyFileSync(secret.from, secret.to, constants.COPYFILE_EXCL)
+      chmodSync(secret.to, 0o600)
+    }
   } catch (error) {
     rmSync(partial, { force: true })
     throw new Refusal(`cannot restore into ${target}: ${error instanceof Error ? error.message : String(error)}`)
   }
-  return `Restored ${source} into ${target} (${contacts} contacts). Start the server with the SECRET the backup was taken with.`
+  return [
+    `Restored ${source} into ${target} (${contacts} contacts).`,
+    secret
+      ? `Copied the backup's secret file to ${secret.to}: the server will use it.`
+      : 'Start the server with the SECRET the backup was taken with.',
+  ].join('\n')
+}
+
+/**
+ * A server with the database open would go on writing to the file restore replaces, and its writes
+ * would be lost: leaving write-ahead-log mode needs the only connection, so it fails while another
+ * process has the file open (the mode is set again by the server's next start).
+ */
+function refuseWhileOpen(target: string): void {
+  if (!existsSync(target)) {
+    return
+  }
+  const db = new SQLite(target, { fileMustExist: true })
+  try {
+    db.pragma('busy_timeout = 0')
+    db.pragma('journal_mode = DELETE')
+  } catch (error) {
+    if ((error as { code?: string }).code === 'SQLITE_BUSY') {
+      throw new Refusal(`${target} is open in another process (a running server?): stop it first; nothing was changed`)
+    }
+    throw error
+  } finally {
+    db.close()
+  }
+}
+
+/**
+ * Without SECRET the server reads the secret file beside its database; restored where there is
+ * none, it would make a new one, and the backup's webhook secrets, sessions and cursors would be
+ * unreadable. The backup's own secret file (beside it) is to be copied; with neither, restore refuses.
+ */
+function secretToCopy(
+  source: string,
+  target: string,
+  env: NodeJS.ProcessEnv,
+): { from: string; to: string } | undefined {
+  const needed = localSecretFile(target)
+  if (env.SECRET || existsSync(needed)) {
+    return undefined
+  }
+  const beside = localSecretFile(source)
+  if (!existsSync(beside)) {
+    throw new Refusal(
+      `the backup needs the secret it was taken with, and ${needed} does not exist: set SECRET, or copy the secret file kept with the backup to ${needed} (or beside the backup); nothing was changed`,
+    )
+  }
+  return { from: beside, to: needed }
 }
 
 /** The backup's contact count, once it is a whole database of a schema this release knows. */
 function checkBackup(file: string): number {
-  if (!existsSync(file)) {
+  const stat = statSync(file, { throwIfNoEntry: false })
+  if (!stat) {
     throw new Refusal(`there is no file ${file}`)
+  }
+  if (!stat.isFile()) {
+    throw new Refusal(`${file} is not a file (a backup is one file); nothing was changed`)
   }
   let db: SQLite.Database | undefined
   try {
