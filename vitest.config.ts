@@ -16,6 +16,8 @@ class LongPolesFirst extends BaseSequencer {
 }
 
 export default defineConfig({
+  // The SDK from its source, as tsconfig.json's paths say (src/cli/listen.ts imports it).
+  resolve: { alias: { '@contacts-api/client': path.resolve('packages/client/src/index.ts') } },
   test: {
     include: ['src/**/*.test.ts', 'test/**/*.test.ts', 'packages/*/test/**/*.test.ts'],
     globalSetup: ['test/global-setup.ts'],

@@ -76,7 +76,10 @@ port="$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1"
 export DATABASE_URL="sqlite:$work/contacts.sqlite" PORT="$port" LOG_LEVEL=warn
 export SECRET="sdk-pack-check-secret-0123456789abcdef0123"
 node dist/main.js migrate >/dev/null
-key="$(node dist/main.js accounts create --name Packed --json | node -e 'let s="";process.stdin.on("data",(c)=>s+=c).on("end",()=>console.log(JSON.parse(s).api_key.secret))')"
+created="$(node dist/main.js accounts create --name Packed --json)"
+json() { node -e "let s='';process.stdin.on('data',(c)=>s+=c).on('end',()=>console.log(JSON.parse(s).$1))"; }
+key="$(printf '%s' "$created" | json api_key.secret)"
+test_key="$(node dist/main.js keys create --account "$(printf '%s' "$created" | json account.id)" --test --json | json api_key.secret)"
 node dist/main.js serve >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 100); do
@@ -87,3 +90,37 @@ done
 echo "-- run the script in the outside project"
 cd "$work/project"
 node check.js "http://127.0.0.1:$port" "$key"
+
+echo "-- npx @contacts-api/client listen forwards a triggered event, signed with the secret it printed"
+cat > receiver.mjs <<'JS'
+// Answers 204 to one delivery verified with the secret listen printed (argv), then exits 0.
+import http from 'node:http'
+import { verifyWebhook } from '@contacts-api/client'
+const [port, secretFile] = process.argv.slice(2)
+const { readFileSync } = await import('node:fs')
+const server = http.createServer((request, response) => {
+  let body = ''
+  request.on('data', (chunk) => (body += chunk)).on('end', () => {
+    const secret = /whsec_[A-Za-z0-9+/=]+/.exec(readFileSync(secretFile, 'utf8'))?.[0] ?? ''
+    const event = verifyWebhook(secret, body, request.headers)
+    console.log(`verified ${event.type}`)
+    response.writeHead(204).end(() => server.close())
+  })
+}).listen(Number(port), '127.0.0.1')
+JS
+receiver_port="$(node -e 'const s=require("node:net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
+export CONTACTS_API_KEY="$test_key" API_URL="http://127.0.0.1:$port"
+# The bin npx runs, started directly: npm exits 143 when signalled, whatever its child says.
+./node_modules/.bin/contacts-api-client listen --forward-to "http://127.0.0.1:$receiver_port/hooks" >"$work/listen.log" 2>&1 &
+listen_pid=$!
+for _ in $(seq 1 100); do grep -q 'Ctrl-C' "$work/listen.log" && break; sleep 0.1; done
+node receiver.mjs "$receiver_port" "$work/listen.log" >"$work/receiver.log" 2>&1 &
+receiver_pid=$!
+sleep 0.3
+npx @contacts-api/client trigger contact.created
+wait "$receiver_pid" || { cat "$work/listen.log" "$work/receiver.log" >&2; exit 1; }
+cat "$work/receiver.log"
+kill -TERM "$listen_pid"
+wait "$listen_pid" || { echo "listen ended with $? on SIGTERM" >&2; cat "$work/listen.log" >&2; exit 1; }
+grep -q '  contact.created  evt_' "$work/listen.log" || { cat "$work/listen.log" >&2; exit 1; }
+echo "ok: listen forwarded contact.created and ended with 0 on SIGTERM (Ctrl-C: test/cli-listen.test.ts)"

@@ -32,7 +32,10 @@ let serveCommand: string[] | undefined
  * transpiling one, and the crash test restarts the server at every round.
  */
 export function cliCommand(): string[] {
-  serveCommand ??= isBuildCurrent('src', 'dist') ? ['dist/main.js'] : ['--import', 'tsx', 'src/main.ts']
+  serveCommand ??=
+    isBuildCurrent('src', 'dist') && isBuildCurrent('packages/client/src', 'packages/client/dist')
+      ? ['dist/main.js']
+      : ['--import', 'tsx', 'src/main.ts']
   return serveCommand
 }
 

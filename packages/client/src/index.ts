@@ -6,6 +6,7 @@ export {
   type RequestOptions,
   type WriteOptions,
 } from './client.js'
+export { type CommandIo, runCommand } from './commands.js'
 export {
   type Conditional,
   type ConditionalReadOptions,

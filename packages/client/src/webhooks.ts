@@ -1,5 +1,6 @@
-// verifyWebhook: checks a delivery's Standard Webhooks signature and returns its typed payload.
-import { createHmac, timingSafeEqual } from 'node:crypto'
+// verifyWebhook: checks a delivery's Standard Webhooks signature and returns its typed payload; and
+// the signing side, for listen.ts, which forwards events as deliveries.
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 import type { WebhookEvent } from './types.js'
 
 export class WebhookVerificationError extends Error {
@@ -45,7 +46,6 @@ export function verifyWebhook(
     throw new WebhookVerificationError('Webhook timestamp is outside the tolerance (replayed or clock skew)')
   }
   const bytes = typeof body === 'string' ? Buffer.from(body, 'utf8') : Buffer.from(body)
-  const signed = Buffer.concat([Buffer.from(`${id}.${timestamp}.`, 'utf8'), bytes])
   const offered = signatures
     .split(' ')
     .filter((entry) => entry.startsWith('v1,'))
@@ -55,7 +55,7 @@ export function verifyWebhook(
     throw new WebhookVerificationError('No signing secret given')
   }
   const matched = secrets.some((one) => {
-    const expected = createHmac('sha256', keyOf(one)).update(signed).digest()
+    const expected = signature(one, id, timestamp, bytes)
     return offered.some((candidate) => candidate.length === expected.length && timingSafeEqual(candidate, expected))
   })
   if (!matched) {
@@ -65,6 +65,28 @@ export function verifyWebhook(
     return JSON.parse(bytes.toString('utf8')) as WebhookEvent
   } catch {
     throw new WebhookVerificationError('The webhook body is not JSON')
+  }
+}
+
+/** HMAC-SHA256 over `${id}.${timestamp}.${body}` with the secret's key. */
+function signature(secret: string, id: string, timestamp: string, body: Uint8Array): Buffer {
+  return createHmac('sha256', keyOf(secret)).update(`${id}.${timestamp}.`, 'utf8').update(body).digest()
+}
+
+/** A new signing secret: `whsec_` and the base64 of 32 random bytes, as the API's own. */
+export const newWebhookSecret = (): string => `whsec_${randomBytes(32).toString('base64')}`
+
+/** The Standard Webhooks headers of one delivery of `body`, signed with `secret`. */
+export function webhookHeaders(
+  secret: string,
+  delivery: { id: string; timestamp: Date; body: string },
+): Record<'webhook-id' | 'webhook-timestamp' | 'webhook-signature', string> {
+  const timestamp = String(Math.floor(delivery.timestamp.getTime() / 1000))
+  const signed = signature(secret, delivery.id, timestamp, Buffer.from(delivery.body, 'utf8'))
+  return {
+    'webhook-id': delivery.id,
+    'webhook-timestamp': timestamp,
+    'webhook-signature': `v1,${signed.toString('base64')}`,
   }
 }
 
