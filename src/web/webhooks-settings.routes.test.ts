@@ -472,7 +472,9 @@ describe.each(testDialects())('Settings → webhooks on %s', (dialect) => {
     const since = new Date(now - 24 * 3_600_000).toISOString().slice(0, 19)
     const done = await postForm(client, `${page}/recover`, [['since', since]])
     expect(done.statusCode, done.body.slice(0, 300)).toBe(303)
-    expect((await client.get(String(done.headers.location))).body).toContain('queued for one more attempt each')
+    expect((await client.get(String(done.headers.location))).body).toContain(
+      '1 failed delivery of that period is queued for one more attempt.',
+    )
     expect(await statuses()).toEqual({ [old]: 'failed', [recent]: 'retrying' })
     expect(await auditActions(accountId)).toContain('webhook_endpoint.recovered')
 

@@ -74,9 +74,22 @@ const NOTICES = new Map([
   ['disabled', 'The endpoint is disabled: nothing is sent to it until it is enabled again.'],
   ['test-sent', 'A webhook.test event is queued for this endpoint.'],
   ['deleted', 'The webhook endpoint was deleted.'],
-  ['recovered', 'The failed deliveries of that period are queued for one more attempt each.'],
   ['recovered-none', 'No delivery of that period had failed: nothing was resent.'],
 ])
+/** The endpoint page's query: a notice, and how many deliveries a recover queued. */
+const EndpointQuery = Type.Object({ notice: Type.Optional(Type.String()), queued: Type.Optional(Type.String()) })
+
+/** "N failed deliveries are queued…", after a recover that queued some. */
+function recoveredNotice(query: { notice?: string; queued?: string }): string | undefined {
+  if (query.notice !== 'recovered' || !/^[1-9]\d{0,8}$/.test(query.queued ?? '')) {
+    return undefined
+  }
+  const queued = Number(query.queued)
+  return queued === 1
+    ? '1 failed delivery of that period is queued for one more attempt.'
+    : `${queued.toLocaleString('en-US')} failed deliveries of that period are queued for one more attempt each.`
+}
+
 /** The recover form's default: the last day. */
 const RECOVER_DEFAULT_MS = 86_400_000
 
@@ -266,10 +279,11 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
 
   app.get(
     '/settings/api/webhooks/:endpointId',
-    { schema: { params: EndpointParams, querystring: NoticeQuery }, attachValidation: true },
+    { schema: { params: EndpointParams, querystring: EndpointQuery }, attachValidation: true },
     async (request, reply) => {
       const { row } = await endpointOf(request, request.params.endpointId)
-      const notice = noticeOf(NOTICES, request.query?.notice)
+      const query = request.query ?? {}
+      const notice = recoveredNotice(query) ?? noticeOf(NOTICES, query.notice)
       return showEndpoint(request, reply, row, notice ? { notice } : {})
     },
   )
@@ -367,7 +381,8 @@ export const webhooksSettingsRoutes: FastifyPluginAsyncTypebox<{
       if (!done.ok) {
         return done.reply
       }
-      const notice = done.value.queued > 0 ? 'recovered' : 'recovered-none'
+      const { queued } = done.value
+      const notice = queued > 0 ? `recovered&queued=${queued}` : 'recovered-none'
       return reply.redirect(`${prefix(home)}/${row.id}?notice=${notice}`, 303)
     },
   )
