@@ -172,11 +172,13 @@ export async function measure(
     engine: options.engine,
   }
   const loadBefore = os.loadavg()[0] ?? 0
+  const answeredBefore = await answeredByStatus(target.url)
   const results = await load(spec, taskset, target.pid, target.beforeEach ?? (async () => []))
   for (const result of results) {
     if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
+      const statuses = { ...result.statuses, ...errorStatusesSince(answeredBefore, await answeredByStatus(target.url)) }
       throw new Error(
-        `${label}: ${result.non2xx} error statuses (${JSON.stringify(result.statuses)}), ${result.errors} errors, ${result.timeouts} timeouts; one more request now: ${await sampleAnswer(target.url, request)}`,
+        `${label}: ${result.non2xx} error statuses (${JSON.stringify(statuses)}), ${result.errors} errors, ${result.timeouts} timeouts; one more request now: ${await sampleAnswer(target.url, request)}`,
       )
     }
   }
@@ -217,6 +219,35 @@ async function send(base: string, request: Request, tag: string): Promise<Respon
     headers: { ...request.headers, ...(first.body === undefined ? {} : { 'content-type': 'application/json' }) },
     ...(first.body === undefined ? {} : { body: first.body }),
   })
+}
+
+/**
+ * The server's answers so far by status, from its own http_requests_total (wrk counts error
+ * statuses, not which); empty for a server without /metrics (raw node:http).
+ */
+async function answeredByStatus(base: string): Promise<Map<string, number>> {
+  const counts = new Map<string, number>()
+  try {
+    const text = await (await fetch(`${base}/metrics`)).text()
+    for (const [, status = '', value] of text.matchAll(/^http_requests_total\{[^}]*status="(\d+)"[^}]*\} (\d+)$/gm)) {
+      counts.set(status, (counts.get(status) ?? 0) + Number(value))
+    }
+  } catch {
+    // No metrics: the statuses stay unknown.
+  }
+  return counts
+}
+
+/** The non-2xx answers between two counts, by status. */
+function errorStatusesSince(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const statuses: Record<string, number> = {}
+  for (const [status, count] of after) {
+    const more = count - (before.get(status) ?? 0)
+    if (!status.startsWith('2') && more > 0) {
+      statuses[status] = more
+    }
+  }
+  return statuses
 }
 
 /** The status and the start of the body of one more request: wrk counts error statuses, not which. */
