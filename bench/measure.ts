@@ -136,7 +136,17 @@ export interface ScenarioResult extends Measured {
   cpuRatio?: number
   /** Our req/s over the raw server's. */
   rpsRatio?: number
+  /**
+   * The least code doing the same database work (bench/minimal-server.mjs: same driver, same
+   * settings, no framework), measured right after raw; the anchor of a request's cost.
+   */
+  minimal?: Measured
+  /** Our req/s over the minimal server's. */
+  minimalRatio?: number
 }
+
+/** The scenarios bench/minimal-server.mjs serves. */
+export const MINIMAL_SCENARIOS: ReadonlySet<string> = new Set(['me', 'list', 'list-deep'])
 
 /** The raw baseline counts only when its server was the limit: ≥ 95 % of its core. */
 export const RAW_MIN_BUSY = 0.95
@@ -308,5 +318,43 @@ export async function measureRaw(
   } finally {
     await stop()
     rmSync(file, { force: true })
+  }
+}
+
+/** The minimal same-work server (bench/minimal-server.mjs) on the same database, measured as ours. */
+export async function measureMinimal(
+  options: MeasureOptions,
+  taskset: boolean,
+  database: { url: string; secret: string; backends: (() => Promise<number[]>) | undefined },
+  request: Request,
+  label: string,
+  cleanups: Array<() => Promise<void>>,
+): Promise<Measured> {
+  const port = await freePort()
+  const server = spawnNode(
+    ['bench/minimal-server.mjs', database.url, database.secret, String(port)],
+    SERVER_CORE,
+    taskset,
+    process.env,
+  )
+  const stop = () => stopProcess(server)
+  cleanups.push(stop)
+  let serverErr = ''
+  server.stderr?.on('data', (chunk) => {
+    serverErr = (serverErr + chunk).slice(-4000)
+  })
+  try {
+    const base = `http://127.0.0.1:${port}`
+    // Any path answers once listening (a 401 without a key).
+    await waitForHttp(`${base}/`, server, () => serverErr)
+    return await measure(
+      options,
+      taskset,
+      { url: base, pid: server.pid, ...(database.backends ? { beforeEach: database.backends } : {}) },
+      request,
+      label,
+    )
+  } finally {
+    await stop()
   }
 }

@@ -57,6 +57,20 @@ export function evaluate(results: ScenarioResult[]): Target[] {
         : { name: label, met: undefined, detail: `INVALID: ${whyInvalid(r.raw)} (${detail})` },
     )
   }
+  // Against the least code doing the same database work (bench/minimal-server.mjs), by req/s: the anchor.
+  const ofMinimal = (name: string, db: Db, scenario: string, min: number) => {
+    const r = find(db, scenario)
+    targets.push({
+      name: `${name}, ${dbName(db)} ≥ ${min * 100} % of the minimal server`,
+      met: r?.minimalRatio === undefined ? undefined : r.minimalRatio >= min,
+      detail: r?.minimalRatio === undefined ? 'not measured' : `req/s ${pct(r.minimalRatio)}`,
+    })
+  }
+  for (const db of ['sqlite', 'postgres'] as const) {
+    ofMinimal('GET /me', db, 'me', 0.9)
+    ofMinimal('list page 1', db, 'list', 0.8)
+    ofMinimal('list page at 90 % depth', db, 'list-deep', 0.8)
+  }
   ratio('GET /me', 'sqlite', 'me', 0.6)
   ratio('GET /me', 'postgres', 'me', 0.6)
   ratio('list page of 50', 'sqlite', 'list', 0.3)
@@ -100,6 +114,8 @@ export function table(results: ScenarioResult[]): string {
       'database',
       'scenario',
       'answer',
+      'vs minimal, req/s',
+      'minimal req/s',
       'vs raw, CPU',
       'vs raw, req/s',
       'CPU µs/req',
@@ -124,6 +140,8 @@ export function table(results: ScenarioResult[]): string {
           dbName(r.db),
           r.title,
           `${r.status}, ${(r.bytes / 1024).toFixed(1)} KB`,
+          r.minimalRatio === undefined ? '' : pct(r.minimalRatio),
+          r.minimal ? Math.round(r.minimal.rps).toLocaleString('en-US') : '',
           ratio(r.cpuRatio),
           ratio(r.rpsRatio),
           r.db === 'postgres'

@@ -9,8 +9,10 @@ import pg from 'pg'
 import { type ExplainedFilter, explainFilters, formatExplained } from './explain.js'
 import {
   type Db,
+  MINIMAL_SCENARIOS,
   type Mode,
   measure,
+  measureMinimal,
   measureRaw,
   probe,
   type Request,
@@ -188,6 +190,17 @@ export async function runDb(
     )
     // Raw node:http with this scenario's own answer, right after ours (same minute, same load).
     const raw = await measureRaw(options, taskset, answer, request, `raw ${scenario.name}`, cleanups)
+    // And the least code doing the same database work, right after: the anchor of the request's cost.
+    const minimal = MINIMAL_SCENARIOS.has(scenario.name)
+      ? await measureMinimal(
+          options,
+          taskset,
+          { url: databaseUrl, secret, backends },
+          request,
+          `minimal ${scenario.name}`,
+          cleanups,
+        )
+      : undefined
     results.push({
       db,
       mode: 'serve',
@@ -199,6 +212,7 @@ export async function runDb(
       raw,
       cpuRatio: raw.cpuUsPerRequest / ours.cpuUsPerRequest,
       rpsRatio: ours.rps / raw.rps,
+      ...(minimal ? { minimal, minimalRatio: ours.rps / minimal.rps } : {}),
     })
   }
   await stop()
