@@ -302,23 +302,36 @@ export async function measureRaw(
       readBody: request.body !== undefined,
     }),
   )
+  const baseline = await startBaseline(['bench/raw-server.mjs', file], taskset, cleanups)
+  try {
+    // The same path, headers and bodies as ours: the same bytes on the wire both ways.
+    const result = await measure(options, taskset, { url: baseline.base, pid: baseline.pid }, request, label)
+    return { ...result, valid: result.busy >= RAW_MIN_BUSY }
+  } finally {
+    await baseline.stop()
+    rmSync(file, { force: true })
+  }
+}
+
+/** A baseline server (a script taking its port last) on the server's core, once it answers HTTP. */
+async function startBaseline(argv: string[], taskset: boolean, cleanups: Array<() => Promise<void>>) {
   const port = await freePort()
-  const server = spawnNode(['bench/raw-server.mjs', file, String(port)], SERVER_CORE, taskset, process.env)
+  const server = spawnNode([...argv, String(port)], SERVER_CORE, taskset, process.env)
   const stop = () => stopProcess(server)
   cleanups.push(stop)
   let serverErr = ''
   server.stderr?.on('data', (chunk) => {
     serverErr = (serverErr + chunk).slice(-4000)
   })
+  const base = `http://127.0.0.1:${port}`
   try {
-    await waitForHttp(`http://127.0.0.1:${port}/`, server, () => serverErr)
-    // The same path, headers and bodies as ours: the same bytes on the wire both ways.
-    const result = await measure(options, taskset, { url: `http://127.0.0.1:${port}`, pid: server.pid }, request, label)
-    return { ...result, valid: result.busy >= RAW_MIN_BUSY }
-  } finally {
+    // Any answer will do (the minimal server's is a 401 without a key).
+    await waitForHttp(`${base}/`, server, () => serverErr)
+  } catch (error) {
     await stop()
-    rmSync(file, { force: true })
+    throw error
   }
+  return { base, pid: server.pid, stop }
 }
 
 /** The minimal same-work server (bench/minimal-server.mjs) on the same database, measured as ours. */
@@ -330,31 +343,17 @@ export async function measureMinimal(
   label: string,
   cleanups: Array<() => Promise<void>>,
 ): Promise<Measured> {
-  const port = await freePort()
-  const server = spawnNode(
-    ['bench/minimal-server.mjs', database.url, database.secret, String(port)],
-    SERVER_CORE,
-    taskset,
-    process.env,
-  )
-  const stop = () => stopProcess(server)
-  cleanups.push(stop)
-  let serverErr = ''
-  server.stderr?.on('data', (chunk) => {
-    serverErr = (serverErr + chunk).slice(-4000)
-  })
+  const baseline = await startBaseline(['bench/minimal-server.mjs', database.url, database.secret], taskset, cleanups)
   try {
-    const base = `http://127.0.0.1:${port}`
-    // Any path answers once listening (a 401 without a key).
-    await waitForHttp(`${base}/`, server, () => serverErr)
+    const target = { url: baseline.base, pid: baseline.pid }
     return await measure(
       options,
       taskset,
-      { url: base, pid: server.pid, ...(database.backends ? { beforeEach: database.backends } : {}) },
+      database.backends ? { ...target, beforeEach: database.backends } : target,
       request,
       label,
     )
   } finally {
-    await stop()
+    await baseline.stop()
   }
 }
