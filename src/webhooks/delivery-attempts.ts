@@ -87,7 +87,8 @@ export async function recordAttempts(
         await markPending(trx, pending.accountId, pending.endpointId)
         pending = undefined
       }
-      if (!written.has(deliveryKey(attempt.delivery))) {
+      const status = written.get(deliveryKey(attempt.delivery))
+      if (status === undefined) {
         records[index] = { status: 'stale', disabled: null }
         continue
       }
@@ -95,7 +96,7 @@ export async function recordAttempts(
       if (disabled) {
         disabledEndpoints.add(key)
       }
-      records[index] = { status: (outcomes[index] as Outcome).status, disabled }
+      records[index] = { status, disabled }
       history.push(attemptRow(attempt))
       // due_at is brought forward once, after the endpoint's last attempt of the batch.
       pending = { accountId, endpointId }
@@ -211,15 +212,20 @@ function outcomeOf(
 /**
  * Writes the outcomes to their deliveries, each only under the lease its attempt held: a stale
  * attempt (its lease was taken over) changes nothing. One statement per account; returns the
- * deliveries written, by deliveryKey.
+ * status each delivery written now has, by deliveryKey.
  */
+// A delivery failed while its attempt was out (its endpoint disabled by another batch, which this
+// one read as enabled) stays failed: a retry would outlive its endpoint. Nothing else fails a
+// delivery under a lease, and a success is recorded as one.
+const stillFailed = sql`webhook_deliveries.status = 'failed' and v.status = 'retrying'`
+
 async function writeDeliveries(
   trx: Trx,
   attempts: readonly Attempt[],
   accounts: Map<string, number[]>,
   outcomes: Outcome[],
-): Promise<Set<string>> {
-  const written = new Set<string>()
+): Promise<Map<string, AttemptStatus>> {
+  const written = new Map<string, AttemptStatus>()
   for (const [accountId, indexes] of accounts) {
     const rows = indexes.map((index) => {
       const { delivery, startedAt, result } = attempts[index] as Attempt
@@ -227,19 +233,21 @@ async function writeDeliveries(
       return sql`(${delivery.id}, ${delivery.lease_expires_at}, ${status}, cast(${delivery.attempts + 1} as integer), ${nextAttemptAt}, ${startedAt.toISOString()}, cast(${result.statusCode} as integer), cast(${result.durationMs} as integer), ${result.error}, ${result.excerpt})`
     })
     // Column names given by the CTE, as both dialects allow; the values' order is the rows'.
-    const { rows: updated } = await sql<{ id: string }>`
+    const { rows: updated } = await sql<{ id: string; status: AttemptStatus }>`
       with v (id, lease, status, attempts, next_attempt_at, attempt_at, status_code, duration_ms, error, excerpt)
         as (values ${sql.join(rows)})
       update webhook_deliveries set
-        status = v.status, attempts = v.attempts, next_attempt_at = v.next_attempt_at,
+        status = case when ${stillFailed} then 'failed' else v.status end,
+        attempts = v.attempts,
+        next_attempt_at = case when ${stillFailed} then null else v.next_attempt_at end,
         lease_expires_at = null, last_attempt_at = v.attempt_at, last_status_code = v.status_code,
         last_duration_ms = v.duration_ms, last_error = v.error, last_response_excerpt = v.excerpt
       from v
       where webhook_deliveries.account_id = ${accountId} and webhook_deliveries.id = v.id
         and webhook_deliveries.lease_expires_at = v.lease
-      returning webhook_deliveries.id ${sql.raw(PLAN_PER_CALL)}`.execute(trx)
-    for (const { id } of updated) {
-      written.add(deliveryKey({ account_id: accountId, id }))
+      returning webhook_deliveries.id, webhook_deliveries.status ${sql.raw(PLAN_PER_CALL)}`.execute(trx)
+    for (const { id, status } of updated) {
+      written.set(deliveryKey({ account_id: accountId, id }), status)
     }
   }
   return written

@@ -72,6 +72,25 @@ describe.each(testDialects())('recover and attempt history on %s', (dialect) => 
   const attempts = (endpointId: string, deliveryId: string, query = '', account: TestAccount = acme) =>
     t.inject(account, { method: 'GET', url: `${BASE}/${endpointId}/deliveries/${deliveryId}/attempts${query}` })
 
+  it('an attempt answered after its delivery was failed (its endpoint disabled meanwhile) leaves it failed', async () => {
+    // The interleaving on PostgreSQL: another batch disables the endpoint and fails its pending
+    // deliveries while this attempt is out, after this batch read the endpoint as enabled.
+    const endpointId = await addEndpoint()
+    receiver.answer({ status: 500, delayMs: 300 })
+    await createContact(t, acme, { email: 'late@example.com' })
+    await receiver.waitFor(1)
+    await t.db
+      .updateTable('webhook_deliveries')
+      .set({ status: 'failed', next_attempt_at: null })
+      .where('endpoint_id', '=', endpointId)
+      .execute()
+    const [row] = await until(
+      () => deliveries(endpointId),
+      (rows) => rows[0]?.attempts === 1,
+    )
+    expect(row).toMatchObject({ status: 'failed', next_attempt_at: null, last_status_code: 500 })
+  })
+
   it('lists every attempt of a delivery, oldest first, paged like every list', async () => {
     const endpointId = await addEndpoint()
     const [failed] = await failedDeliveries(endpointId, 1)
