@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process'
 import {
   copyFileSync,
   existsSync,
+  lstatSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -214,10 +215,71 @@ describe('backup and restore on SQLite', () => {
       expect(restored.out).toContain(`Copied the backup's secret file to ${path.join(elsewhere, 'secret')}`)
       expect(readFileSync(path.join(elsewhere, 'secret'), 'utf8')).toBe('the-secret-kept-with-the-backup')
       expect(statSync(path.join(elsewhere, 'secret')).mode & 0o777).toBe(0o600)
+      // A secret file of another database already there is replaced by the backup's, and kept aside.
+      writeFileSync(path.join(elsewhere, 'secret'), 'a-fresh-database-secret', { mode: 0o600 })
+      const replaced = await cli(['restore', '--from', backup, '--force'], target)
+      expect(replaced.code, replaced.err).toBe(0)
+      expect(replaced.out).toContain(`Replaced the secret file ${path.join(elsewhere, 'secret')} with the backup's`)
+      expect(readFileSync(path.join(elsewhere, 'secret'), 'utf8')).toBe('the-secret-kept-with-the-backup')
+      expect(readFileSync(path.join(elsewhere, 'secret.before-restore'), 'utf8')).toBe('a-fresh-database-secret')
     } finally {
       rmSync(path.join(dir, 'secret'), { force: true })
       rmSync(elsewhere, { recursive: true, force: true })
     }
+  })
+
+  it('replaces a damaged database with --force, and restores through a link to a file not there yet', async () => {
+    const backup = path.join(dir, 'for-damaged.sqlite')
+    expect((await cli(['backup', '--to', backup], env)).code).toBe(0)
+    const damaged = path.join(dir, 'damaged.sqlite')
+    writeFileSync(damaged, 'garbage, not a database\n')
+    const target = { ...env, DATABASE_URL: `sqlite:${damaged}` }
+    const refused = await cli(['restore', '--from', backup], target)
+    expect(refused).toMatchObject({ code: 1, out: '' })
+    expect(refused.err).toBe(
+      `contacts-api: ${damaged} is not a readable database: restore replaces it with --force; nothing was changed`,
+    )
+    const forced = await cli(['restore', '--from', backup, '--force'], target)
+    expect(forced.code, forced.err).toBe(0)
+    expect(new SQLite(damaged, { readonly: true }).pragma('quick_check')).toEqual([{ quick_check: 'ok' }])
+
+    const link = path.join(dir, 'link-to-later.sqlite')
+    const later = path.join(dir, 'later.sqlite')
+    symlinkSync(later, link)
+    const linked = await cli(['restore', '--from', backup], { ...env, DATABASE_URL: `sqlite:${link}` })
+    expect(linked.code, linked.err).toBe(0)
+    expect(lstatSync(link).isSymbolicLink()).toBe(true)
+    expect(statSync(later).isFile()).toBe(true)
+  })
+
+  it('restores what a database in write-ahead-log mode holds, and says the count it restored', async () => {
+    const live = path.join(dir, 'wal-source.sqlite')
+    copyFileSync(path.join(dir, 'for-damaged.sqlite'), live)
+    const writer = new SQLite(live)
+    writer.pragma('journal_mode = WAL')
+    writer.pragma('wal_autocheckpoint = 0')
+    const before = (writer.prepare('select count(*) as n from contacts').get() as { n: number }).n
+    // A contact only in the write-ahead log: a copy of the main file alone would miss it.
+    const [row] = writer.prepare('select * from contacts limit 1').all() as Array<Record<string, unknown>>
+    writer
+      .prepare(
+        `insert into contacts (${Object.keys(row ?? {}).join(', ')}) values (${Object.keys(row ?? {})
+          .map(() => '?')
+          .join(', ')})`,
+      )
+      .run(
+        ...Object.entries(row ?? {}).map(([column, value]) =>
+          column === 'id' ? 'con_in_the_wal' : column === 'email_lower' ? 'wal@example.com' : value,
+        ),
+      )
+    const into = path.join(dir, 'from-wal.sqlite')
+    const restored = await cli(['restore', '--from', live], { ...env, DATABASE_URL: `sqlite:${into}` })
+    writer.close()
+    expect(restored.code, restored.err).toBe(0)
+    expect(restored.out).toContain(`(${before + 1} contacts)`)
+    const check = new SQLite(into, { readonly: true })
+    expect(check.prepare("select count(*) as n from contacts where id = 'con_in_the_wal'").get()).toEqual({ n: 1 })
+    check.close()
   })
 
   it('refuses standard output, a link, and a directory as a backup', async () => {

@@ -12,6 +12,8 @@ import {
   fsyncSync,
   lstatSync,
   openSync,
+  readFileSync,
+  readlinkSync,
   realpathSync,
   renameSync,
   rmSync,
@@ -117,14 +119,8 @@ function backupSqlite(source: string, target: string, secret: string): string {
   }
   // Beside the target, so the rename is atomic; named by the process, so two backups never share it.
   const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
-  const db = new SQLite(source, { readonly: true, fileMustExist: true })
   try {
-    db.pragma('busy_timeout = 10000')
-    db.prepare('VACUUM INTO ?').run(partial)
-    const { contacts } = db.prepare('select count(*) as contacts from contacts').get() as { contacts: number }
-    // Every contact and sealed secret is in it: readable by this user alone, as the database is.
-    chmodSync(partial, 0o600)
-    syncFile(partial)
+    const contacts = copyDatabase(source, partial)
     renameSync(partial, target)
     syncFile(dir)
     return [
@@ -133,52 +129,82 @@ function backupSqlite(source: string, target: string, secret: string): string {
     ].join('\n')
   } catch (error) {
     rmSync(partial, { force: true })
-    if (error instanceof Refusal) {
-      throw error
-    }
     throw new Refusal(`cannot back up to ${target}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
+/**
+ * A consistent copy of the database at `source` (its write-ahead log included) to the new file
+ * `copy`, with `VACUUM INTO`: one read transaction, while writers go on. Readable by this user
+ * alone, as the database is, and synced. Returns the copy's contact count.
+ */
+function copyDatabase(source: string, copy: string): number {
+  const db = new SQLite(source, { readonly: true, fileMustExist: true })
+  try {
+    db.pragma('busy_timeout = 10000')
+    db.prepare('VACUUM INTO ?').run(copy)
   } finally {
     db.close()
+  }
+  chmodSync(copy, 0o600)
+  syncFile(copy)
+  // Counted in the copy: the source has gone on meanwhile.
+  const written = new SQLite(copy, { readonly: true, fileMustExist: true })
+  try {
+    return (written.prepare('select count(*) as n from contacts').get() as { n: number }).n
+  } finally {
+    written.close()
   }
 }
 
 function restoreSqlite(source: string, configured: string, force: boolean, env: NodeJS.ProcessEnv): string {
-  const contacts = checkBackup(source)
-  // A database reached through a link is replaced where it is, not the link.
-  const target = existsSync(configured) ? realpathSync(configured) : configured
-  if (hasAccounts(target) && !force) {
+  checkBackup(source)
+  const target = whereLinked(configured)
+  const current = databaseState(target)
+  if (current !== 'empty' && !force) {
     throw new Refusal(
-      `${target} holds accounts: restore replaces the whole database. Stop the server, then run again with --force`,
+      current === 'unreadable'
+        ? `${target} is not a readable database: restore replaces it with --force; nothing was changed`
+        : `${target} holds accounts: restore replaces the whole database. Stop the server, then run again with --force`,
     )
   }
-  const secret = secretToCopy(source, configured, env)
-  refuseWhileOpen(target)
+  const secret = secretPlan(source, configured, env)
+  if (current !== 'unreadable') {
+    refuseWhileOpen(target)
+  }
   const dir = path.dirname(target)
   const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
+  let contacts: number
   try {
-    copyFileSync(source, partial)
-    chmodSync(partial, 0o600)
-    syncFile(partial)
+    // Through SQLite, not a file copy: a backup still in write-ahead-log mode keeps its last writes there.
+    contacts = copyDatabase(source, partial)
     // The old database's write-ahead log belongs to the old file: left there, SQLite would replay it.
     for (const suffix of ['-wal', '-shm']) {
       rmSync(`${target}${suffix}`, { force: true })
     }
     renameSync(partial, target)
     syncFile(dir)
-    if (secret) {
-      copyFileSync(secret.from, secret.to, constants.COPYFILE_EXCL)
-      chmodSync(secret.to, 0o600)
+    if (secret.copy) {
+      if (existsSync(secret.copy.to)) {
+        renameSync(secret.copy.to, `${secret.copy.to}.before-restore`)
+      }
+      copyFileSync(secret.copy.from, secret.copy.to, constants.COPYFILE_EXCL)
+      chmodSync(secret.copy.to, 0o600)
     }
   } catch (error) {
     rmSync(partial, { force: true })
     throw new Refusal(`cannot restore into ${target}: ${error instanceof Error ? error.message : String(error)}`)
   }
-  return [
-    `Restored ${source} into ${target} (${contacts} contacts).`,
-    secret
-      ? `Copied the backup's secret file to ${secret.to}: the server will use it.`
-      : 'Start the server with the SECRET the backup was taken with.',
-  ].join('\n')
+  return [`Restored ${source} into ${target} (${contacts} contacts).`, secret.said].join('\n')
+}
+
+/** A database reached through a link (even one to a file not there yet) is replaced where it is, not the link. */
+function whereLinked(file: string): string {
+  const stat = lstatSync(file, { throwIfNoEntry: false })
+  if (stat?.isSymbolicLink()) {
+    return existsSync(file) ? realpathSync(file) : path.resolve(path.dirname(file), readlinkSync(file))
+  }
+  return file
 }
 
 /**
@@ -205,30 +231,45 @@ function refuseWhileOpen(target: string): void {
 }
 
 /**
- * Without SECRET the server reads the secret file beside its database; restored where there is
- * none, it would make a new one, and the backup's webhook secrets, sessions and cursors would be
- * unreadable. The backup's own secret file (beside it) is to be copied; with neither, restore refuses.
+ * Without SECRET the server reads the secret file beside its database. The restored database's
+ * webhook secrets, sessions and cursors need the secret the backup was taken with: the file kept
+ * beside the backup is copied there (the one there before is kept as `secret.before-restore`);
+ * without one, a secret file already there is used (said), and with neither restore refuses.
  */
-function secretToCopy(
+function secretPlan(
   source: string,
   target: string,
   env: NodeJS.ProcessEnv,
-): { from: string; to: string } | undefined {
+): { copy?: { from: string; to: string }; said: string } {
+  if (env.SECRET) {
+    return { said: 'Start the server with the SECRET the backup was taken with.' }
+  }
   const needed = localSecretFile(target)
-  if (env.SECRET || existsSync(needed)) {
-    return undefined
-  }
   const beside = localSecretFile(source)
-  if (!existsSync(beside)) {
-    throw new Refusal(
-      `the backup needs the secret it was taken with, and ${needed} does not exist: set SECRET, or copy the secret file kept with the backup to ${needed} (or beside the backup); nothing was changed`,
-    )
+  const kept = existsSync(beside) && path.resolve(beside) !== path.resolve(needed)
+  if (kept && existsSync(needed) && readFileSync(beside).equals(readFileSync(needed))) {
+    return { said: `It uses the secret file ${needed}, the same as the one beside the backup.` }
   }
-  return { from: beside, to: needed }
+  if (kept) {
+    return {
+      copy: { from: beside, to: needed },
+      said: existsSync(needed)
+        ? `Replaced the secret file ${needed} with the backup's (the one there before is ${needed}.before-restore).`
+        : `Copied the backup's secret file to ${needed}: the server will use it.`,
+    }
+  }
+  if (existsSync(needed)) {
+    return {
+      said: `It uses the secret file ${needed}, which was there before: if the backup was taken with another secret, put that one there before starting the server.`,
+    }
+  }
+  throw new Refusal(
+    `the backup needs the secret it was taken with, and ${needed} does not exist: set SECRET, or copy the secret file kept with the backup to ${needed} (or beside the backup); nothing was changed`,
+  )
 }
 
-/** The backup's contact count, once it is a whole database of a schema this release knows. */
-function checkBackup(file: string): number {
+/** Refuses anything but a whole database of a schema this release knows. */
+function checkBackup(file: string): void {
   const stat = statSync(file, { throwIfNoEntry: false })
   if (!stat) {
     throw new Refusal(`there is no file ${file}`)
@@ -257,7 +298,6 @@ function checkBackup(file: string): number {
         `${file} was made by a newer release (its migration ${unknown} is unknown here): restore it with that release; nothing was changed`,
       )
     }
-    return (db.prepare('select count(*) as n from contacts').get() as { n: number }).n
   } catch (error) {
     if (error instanceof Refusal) {
       throw error
@@ -270,17 +310,23 @@ function checkBackup(file: string): number {
   }
 }
 
-/** Whether the database at `file` has any account (not when it does not exist, or has no tables yet). */
-function hasAccounts(file: string): boolean {
+/** What restore would replace: nothing of value, a database with accounts, or a file SQLite cannot read. */
+function databaseState(file: string): 'empty' | 'accounts' | 'unreadable' {
   if (!existsSync(file)) {
-    return false
+    return 'empty'
   }
-  const db = new SQLite(file, { readonly: true, fileMustExist: true })
+  let db: SQLite.Database | undefined
   try {
+    db = new SQLite(file, { readonly: true, fileMustExist: true })
     const table = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'accounts'").get()
     return table !== undefined && db.prepare('select 1 from accounts limit 1').get() !== undefined
+      ? 'accounts'
+      : 'empty'
+  } catch {
+    // Damaged, or not a database: what a restore is for, with --force.
+    return 'unreadable'
   } finally {
-    db.close()
+    db?.close()
   }
 }
 
