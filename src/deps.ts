@@ -22,7 +22,6 @@ import { createImportRunner, type ImportRunner } from './imports/import-runner.j
 import { type Broadcast, localBroadcast, postgresBroadcast, postgresListener, redisBroadcast } from './lib/broadcast.js'
 import { type Clock, systemClock } from './lib/clock.js'
 import { createMetrics, type Metrics } from './observability/metrics.js'
-import { statementSpans } from './observability/tracing.js'
 import { createRateLimiter, type RateLimiter } from './rate-limit/rate-limit.js'
 import { memoryBuckets, redisBucketStore, redisBuckets } from './rate-limit/token-bucket.js'
 import { leasedBuckets } from './rate-limit/token-lease.js'
@@ -71,10 +70,7 @@ export function createDeps(
   config: Config,
   overrides: { database?: DatabaseHandle; clock?: Clock; resolve?: Resolver } = {},
 ): Deps {
-  const opened = overrides.database ?? openDatabase(config.database)
-  // With tracing on (src/observability/tracing.ts), a span per statement.
-  const spans = statementSpans()
-  const database: DatabaseHandle = spans ? { ...opened, db: opened.db.withPlugin(spans) } : opened
+  const database = overrides.database ?? openDatabase(config.database)
   const clock = overrides.clock ?? systemClock
   const metrics = createMetrics(database)
   // Commands fail fast instead of queueing while Redis is away; the callers fail open.

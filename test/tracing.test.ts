@@ -115,7 +115,12 @@ describe('tracing over OTLP/HTTP', () => {
   it('a request is a server span named by its route, continuing the caller’s trace, its statements its children', async () => {
     const traceId = randomBytes(16).toString('hex')
     const parentId = randomBytes(8).toString('hex')
-    const created = await api('/contacts', { method: 'POST', body: JSON.stringify({ email: 'traced@example.com' }) })
+    const writeTrace = randomBytes(16).toString('hex')
+    const created = await api('/contacts', {
+      method: 'POST',
+      body: JSON.stringify({ email: 'traced@example.com' }),
+      headers: { traceparent: `00-${writeTrace}-${randomBytes(8).toString('hex')}-01` },
+    })
     const { id } = (await created.json()) as { id: string }
     const res = await api(`/contacts/${id}`, { headers: { traceparent: `00-${traceId}-${parentId}-01` } })
     expect(res.status).toBe(200)
@@ -130,6 +135,15 @@ describe('tracing over OTLP/HTTP', () => {
       return found.length > 0 ? found : undefined
     })
     expect(children.map((s) => s.name)).toContain('select contacts')
+    // A write's statements too, its precompiled ones included.
+    const write = await until(() =>
+      collector.spans.find((s) => s.traceId === writeTrace && s.name === 'POST /api/v1/contacts'),
+    )
+    const written = await until(() => {
+      const names = collector.spans.filter((s) => s.parentSpanId === write.spanId).map((s) => s.name)
+      return names.includes('insert contacts') ? names : undefined
+    })
+    expect(written).toContain('insert events')
     // The log line of the request names the trace.
     await until(() => (server.output().includes(`"trace_id":"${traceId}"`) ? true : undefined))
   })
@@ -147,6 +161,14 @@ describe('tracing over OTLP/HTTP', () => {
     const span = await until(() => collector.spans.find((s) => s.spanId === spanId))
     expect(span).toMatchObject({ traceId, name: 'webhook delivery' })
     expect(attribute(span, 'http.response.status_code')).toBe(200)
+  })
+
+  it('no statement is a trace of its own (the worker polls and the outcome writes are not traced)', async () => {
+    // Whatever ran so far (worker polls every 50 ms, deliveries, the purge at start).
+    await new Promise((resolve) => setTimeout(resolve, 500))
+    const roots = collector.spans.filter((s) => !s.parentSpanId).map((s) => s.name)
+    expect(roots.length).toBeGreaterThan(0)
+    expect(roots.filter((name) => /^(select|insert|update|delete|begin|commit)\b/.test(name))).toEqual([])
   })
 
   it('a CSV import runs in a span of its own, its statements its children', async () => {
@@ -238,6 +260,8 @@ describe('tracing with its collector down or stuck', () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '50',
         OTEL_BSP_MAX_QUEUE_SIZE: '16',
+      // The exporter gives up on a batch after this (its retries included): the drop is counted sooner.
+      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
       }
       const key = await accountKey('Down', env)
       const server = await startServerProcess(env)

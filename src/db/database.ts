@@ -5,6 +5,7 @@ import SQLite from 'better-sqlite3'
 import { Kysely, PostgresDialect, type SqliteDatabase, SqliteDialect, sql } from 'kysely'
 import pg from 'pg'
 import type { DatabaseConfig, SqliteConfig } from '../config.js'
+import { traceStatements } from '../observability/tracing.js'
 import type { Dialect } from './dialect.js'
 import type { Database } from './schema.js'
 
@@ -62,7 +63,8 @@ function openSqlite(config: SqliteConfig): DatabaseHandle {
   // the rest, and the process stays within its memory target (docs/performance.md, "RSS").
   database.pragma(`cache_size = -${SQLITE_CACHE_KIB}`)
   const handle = wrap(
-    new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) }),
+    // With tracing on (src/observability/tracing.ts), a span per statement.
+    new Kysely<Database>({ dialect: traceStatements(new SqliteDialect({ database: withStatementCache(database) })) }),
     'sqlite',
   )
   return file === ':memory:' ? handle : { ...handle, sqliteFile: config }
@@ -150,7 +152,7 @@ function openPostgres(url: string, behindPooler: boolean): DatabaseHandle {
     pool.on('connect', withNamedStatements)
   }
   return {
-    ...wrap(new Kysely<Database>({ dialect: new PostgresDialect({ pool }) }), 'postgres'),
+    ...wrap(new Kysely<Database>({ dialect: traceStatements(new PostgresDialect({ pool })) }), 'postgres'),
     poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   }
 }

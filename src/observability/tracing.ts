@@ -7,14 +7,7 @@
 import { randomBytes } from 'node:crypto'
 import type { Span, Tracer } from '@opentelemetry/api'
 import type { FastifyInstance } from 'fastify'
-import type {
-  KyselyPlugin,
-  PluginTransformQueryArgs,
-  PluginTransformResultArgs,
-  QueryResult,
-  RootOperationNode,
-  UnknownRow,
-} from 'kysely'
+import type { CompiledQuery, DatabaseConnection, Dialect, QueryResult } from 'kysely'
 import type { DropReason } from './span-export.js'
 
 type Api = typeof import('@opentelemetry/api')
@@ -130,55 +123,65 @@ export function traceRequests(app: FastifyInstance): void {
   })
 }
 
-/** A Kysely plugin: a span per statement, named by its kind and first table; no values. */
-export function statementSpans(): KyselyPlugin | undefined {
+/**
+ * The dialect with a span around each statement its connections run, named by its kind and first
+ * table (never a value): builders, precompiled statements and raw SQL alike. Only within a request
+ * or a job (an active span): the worker's polls and the outcome writes between attempts would
+ * otherwise each be a trace of one span. The dialect itself when tracing is off.
+ */
+export function traceStatements(dialect: Dialect): Dialect {
   const on = tracing
   if (!on) {
-    return undefined
+    return dialect
   }
   const { api, tracer } = on
-  const open = new WeakMap<object, Span>()
+  const traced = new WeakSet<DatabaseConnection>()
+  const wrap = (connection: DatabaseConnection): DatabaseConnection => {
+    if (traced.has(connection)) {
+      return connection
+    }
+    traced.add(connection)
+    // In place: the driver gets its own connection object back when it is released.
+    const execute = connection.executeQuery.bind(connection)
+    connection.executeQuery = <R>(query: CompiledQuery): Promise<QueryResult<R>> => {
+      if (api.trace.getActiveSpan() === undefined) {
+        return execute<R>(query)
+      }
+      const { name, operation } = statementOf(query)
+      const span = tracer.startSpan(name, { kind: api.SpanKind.CLIENT, attributes: { 'db.operation.name': operation } })
+      return execute<R>(query).finally(() => span.end())
+    }
+    return connection
+  }
   return {
-    transformQuery({ node, queryId }: PluginTransformQueryArgs): RootOperationNode {
-      open.set(
-        queryId,
-        tracer.startSpan(statementName(node), {
-          kind: api.SpanKind.CLIENT,
-          attributes: { 'db.operation.name': node.kind },
-        }),
-      )
-      return node
-    },
-    async transformResult({ result, queryId }: PluginTransformResultArgs): Promise<QueryResult<UnknownRow>> {
-      open.get(queryId)?.end()
-      open.delete(queryId)
-      return result
+    createAdapter: () => dialect.createAdapter(),
+    createQueryCompiler: () => dialect.createQueryCompiler(),
+    createIntrospector: (db) => dialect.createIntrospector(db),
+    createDriver() {
+      const driver = dialect.createDriver()
+      const acquire = driver.acquireConnection.bind(driver)
+      driver.acquireConnection = async () => wrap(await acquire())
+      return driver
     },
   }
 }
 
-function statementName(node: RootOperationNode): string {
-  const verb = node.kind.replace(/QueryNode$|Node$/, '').toLowerCase()
-  const table = tableOf(node)
-  return table ? `${verb} ${table}` : verb
-}
+const STATEMENT = /^\s*(?:with\b.*?\)\s*)?(select|insert|update|delete)\b(?:.*?\b(?:from|into|update)\s+"?(\w+))?/is
 
-function tableOf(node: RootOperationNode): string | undefined {
-  const named = (value: unknown): string | undefined => {
-    const table = value as { table?: { identifier?: { name?: string } } } | undefined
-    return table?.table?.identifier?.name
+/** A statement's span name, `select contacts`, and its kind; read from its text, once per text. */
+const statementNames = new Map<string, { name: string; operation: string }>()
+function statementOf(query: CompiledQuery): { name: string; operation: string } {
+  let known = statementNames.get(query.sql)
+  if (known === undefined) {
+    const [, verb, table] = STATEMENT.exec(query.sql) ?? []
+    const operation = (verb ?? query.sql.trim().split(/\s/, 1)[0] ?? 'statement').toLowerCase()
+    known = { name: table ? `${operation} ${table}` : operation, operation }
+    // Statements are few and reused; a bound keeps an unusual caller from growing it for ever.
+    if (statementNames.size < 1000) {
+      statementNames.set(query.sql, known)
+    }
   }
-  switch (node.kind) {
-    case 'SelectQueryNode':
-    case 'DeleteQueryNode':
-      return named(node.from?.froms[0])
-    case 'InsertQueryNode':
-      return named(node.into)
-    case 'UpdateQueryNode':
-      return named(node.table)
-    default:
-      return undefined
-  }
+  return known
 }
 
 /**
