@@ -3,6 +3,7 @@
 // the next event, Ctrl-C ending with 0, and one-line refusals for a bad key or an unreachable API.
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
+import { runCommand } from '@contacts-api/client'
 import { Webhook } from 'standardwebhooks'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { runCli } from '../src/cli/cli.js'
@@ -90,6 +91,7 @@ describe('contacts-api listen and trigger', () => {
     expect(payload.type).toBe('contact.created')
     expect(payload.data.object.id).toBe(made.id)
     expect(delivery?.headers['user-agent']).toMatch(/^ContactsAPI-Webhooks\//)
+    expect(delivery?.headers.traceparent).toMatch(/^00-[0-9a-f]{32}-[0-9a-f]{16}-00$/)
     // Only what came after the start: the contact made before is not forwarded.
     expect(received.filter((r) => r.path === '/hooks')).toHaveLength(1)
     await until(() => out.some((line) => line.includes('→')))
@@ -141,6 +143,26 @@ describe('contacts-api listen and trigger', () => {
     const unreachable = ['--forward-to', `${target}/hooks`, '--api-url', nowhere]
     expect(await runListen('listen', unreachable, { CONTACTS_API_KEY: acme.key }, away.io, stop)).toBe(1)
     expect(away.err).toEqual([`contacts-api: cannot reach the API at ${nowhere}: ECONNREFUSED`])
+
+    // A password in the forward URL is not printed.
+    const secretive = lines()
+    const stopSoon = new AbortController()
+    const listening = runListen(
+      'listen',
+      ['--forward-to', `http://me:hunter2@127.0.0.1:1/hooks`, '--api-url', api],
+      { CONTACTS_API_KEY: acme.key },
+      secretive.io,
+      stopSoon.signal,
+    )
+    await until(() => secretive.out.some((line) => line.startsWith('Ready')))
+    stopSoon.abort()
+    expect(await listening).toBe(0)
+    expect(secretive.out[0]).toBe(`Ready: forwarding the live events of ${acme.id} to http://me:***@127.0.0.1:1/hooks`)
+
+    // Help without a command is the usage, exit 0.
+    const help = lines()
+    expect(await runCommand('contacts-api-client', ['--help'], {}, help.io, stop)).toBe(0)
+    expect(help.out[0]).toMatch(/^Usage: contacts-api-client listen/)
 
     for (const [argv, env, message] of [
       [['--api-url', api], { CONTACTS_API_KEY: acme.key }, 'listen needs --forward-to URL'],

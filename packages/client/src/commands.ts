@@ -2,9 +2,11 @@
 // `stripe listen` does (no endpoint, no public URL); `trigger` makes sample test-mode data to fire
 // them. One implementation for this package's bin (`npx @contacts-api/client listen`) and the
 // server's `contacts-api listen` (docs/webhooks.md#receive-webhooks-on-your-laptop).
+import { randomBytes } from 'node:crypto'
 import { parseArgs } from 'node:util'
 import { type ContactsClient, createClient } from './client.js'
 import { ApiError } from './errors.js'
+import type { RetryInfo } from './fetch.js'
 import type { Account, Event } from './types.js'
 import { VERSION } from './version.js'
 import { newWebhookSecret, webhookHeaders } from './webhooks.js'
@@ -61,8 +63,12 @@ export async function runCommand(
 ): Promise<number> {
   try {
     const [command, ...rest] = argv
+    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+      io.out(usage(program))
+      return 0
+    }
     if (command !== 'listen' && command !== 'trigger') {
-      throw new UsageError(command === undefined ? 'listen or trigger?' : `unknown command "${command}"`)
+      throw new UsageError(`unknown command "${command}"`)
     }
     const { values, positionals } = parseCommandArguments(rest)
     if (values.help) {
@@ -74,8 +80,13 @@ export async function runCommand(
       throw new UsageError(`${command} needs the API key in CONTACTS_API_KEY`)
     }
     const api = apiUrl(values['api-url'] ?? env.API_URL ?? 'http://127.0.0.1:3000')
+    // While the API is away, listen says so at each retry (the client's), then goes on where it was.
+    const onRetry = ({ status, error, waitMs }: RetryInfo) =>
+      io.err(
+        `${program}: the API ${status ? `answered ${status}` : `is unreachable (${causeOf(error)})`}; retrying in ${Math.ceil(waitMs / 1000)} s`,
+      )
     const client = (maxRetries?: number) =>
-      createClient({ baseUrl: api.href, apiKey, ...(maxRetries === undefined ? {} : { maxRetries }) })
+      createClient({ baseUrl: api.href, apiKey, onRetry, ...(maxRetries === undefined ? {} : { maxRetries }) })
     // Refused at once when the API is not there or refuses the key; listen's retries then ride out a restart.
     const whoAmI = () => reachable(api, () => client(0).me({ signal: stop }))
     if (command === 'trigger') {
@@ -177,7 +188,7 @@ async function listen(
     const secret = newWebhookSecret()
     io.out(
       [
-        `Ready: forwarding the ${me.livemode ? 'live' : 'test'} events of ${me.id} to ${options.target.href}`,
+        `Ready: forwarding the ${me.livemode ? 'live' : 'test'} events of ${me.id} to ${shown(options.target)}`,
         `Webhook signing secret of this session (set it as your receiver's secret): ${secret}`,
         'Ctrl-C to stop.',
       ].join('\n'),
@@ -192,7 +203,8 @@ async function listen(
     if (stop.aborted) {
       return 0
     }
-    throw error
+    // The client's retries are spent: said in one line, as at start.
+    throw error instanceof ApiError ? error : new Refusal(`lost the API: ${causeOf(error)}`)
   }
 }
 
@@ -203,9 +215,24 @@ async function reachable<T>(api: URL, call: () => Promise<T>): Promise<T> {
     if (error instanceof ApiError || (error as { name?: string }).name === 'AbortError') {
       throw error
     }
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause
-    throw new Refusal(`cannot reach the API at ${api.origin}: ${cause?.code ?? cause?.message ?? String(error)}`)
+    throw new Refusal(`cannot reach the API at ${api.origin}: ${causeOf(error)}`)
   }
+}
+
+/** A network error's code (ECONNREFUSED), else its message. */
+function causeOf(error: unknown): string {
+  const cause = (error as { cause?: { code?: string; message?: string } } | undefined)?.cause
+  return cause?.code ?? cause?.message ?? String(error)
+}
+
+/** The URL as printed: a password in it is not. */
+function shown(url: URL): string {
+  if (url.password === '') {
+    return url.href
+  }
+  const copy = new URL(url)
+  copy.password = '***'
+  return copy.href
 }
 
 /** POSTs one event as a delivery would send it; the line to print, whatever the outcome. */
@@ -221,6 +248,8 @@ async function forward(event: Event, target: URL, secret: string, stop: AbortSig
     ...webhookHeaders(secret, { id: event.id, timestamp: new Date(), body }),
     'content-type': 'application/json',
     'user-agent': FORWARD_USER_AGENT,
+    // As a delivery sends without tracing: a fresh, unsampled W3C trace context.
+    traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`,
   }
   const started = performance.now()
   let outcome: string
