@@ -260,8 +260,8 @@ describe('tracing with its collector down or stuck', () => {
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
         OTEL_BSP_SCHEDULE_DELAY: '50',
         OTEL_BSP_MAX_QUEUE_SIZE: '16',
-      // The exporter gives up on a batch after this (its retries included): the drop is counted sooner.
-      OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
+        // The exporter gives up on a batch after this (its retries included): the drop is counted sooner.
+        OTEL_EXPORTER_OTLP_TIMEOUT: '1000',
       }
       const key = await accountKey('Down', env)
       const server = await startServerProcess(env)
