@@ -83,7 +83,7 @@ export async function runCommand(
     // While the API is away, listen says so at each retry (the client's), then goes on where it was.
     const onRetry = ({ status, error, waitMs }: RetryInfo) =>
       io.err(
-        `${program}: the API ${status ? `answered ${status}` : `is unreachable (${causeOf(error)})`}; retrying in ${Math.ceil(waitMs / 1000)} s`,
+        `${program}: the API ${status ? `answered ${status}` : `is unreachable (${causeOf(error)})`}; retrying in ${(waitMs / 1000).toFixed(1)} s`,
       )
     const client = (maxRetries?: number) =>
       createClient({ baseUrl: api.href, apiKey, onRetry, ...(maxRetries === undefined ? {} : { maxRetries }) })
