@@ -1,9 +1,10 @@
-// The same-work baseline of the read scenarios: the least code that does what GET /me and a
-// contacts list page do in the database — hash the key, find its account, read one keyset page of
-// the stored contact bodies — with the same driver and settings, then writes the envelope with
+// The same-work baseline: the least code that does what GET /me, a contacts list page and POST
+// /contacts do in the database — hash the key, find its account, read one keyset page of the
+// stored contact bodies, or write a contact with its tags, search terms, count and event in one
+// transaction, the service's statements — with the same driver and settings, then answers with
 // node:http. No framework, no validation, no rate limit, no log, no metrics. Plain JavaScript, no
 // loader. argv: the database URL (sqlite:FILE or postgres://…), the cursor secret, the port.
-import { createHash, createHmac, hash, timingSafeEqual } from 'node:crypto'
+import { createHash, createHmac, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import { createServer } from 'node:http'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
@@ -14,6 +15,32 @@ const PAGE = 50
 const KEY_SQL =
   'select accounts.id, accounts.name, accounts.created_at, api_keys.account_id as tenant from api_keys join accounts on accounts.id = api_keys.account_id where api_keys.key_hash = $1'
 const PAGE_SQL = 'select id, body from contacts where account_id = $1 and id > $2 order by id limit $3'
+
+// The service's statements for one new contact (src/contacts/contact-writes.*.ts).
+const SQLITE_CREATE = [
+  'insert into contacts (account_id, id, email_lower, search, created_at, updated_at, body) values (?, ?, ?, ?, ?, ?, ?)',
+  'insert into contact_counts (account_id, shard, n) values (?, ?, 1) on conflict (account_id, shard) do update set n = contact_counts.n + excluded.n',
+  'insert into contact_tags (account_id, tag, contact_id) select ?, value ->> 0, value ->> 1 from json_each(?)',
+  'insert into contact_terms (account_id, term, contact_id) select ?, value ->> 0, value ->> 1 from json_each(?)',
+  "update event_sequence set last_position = last_position + 1 where name = 'events' returning last_position",
+  'insert into events (account_id, id, tx_id, type, created_at, body) values (?, ?, ?, ?, ?, ?)',
+  'select sum(n) as n from contact_counts where account_id = ?',
+]
+const POSTGRES_CREATE = `with contact as (
+    insert into contacts (account_id, id, email_lower, search, created_at, updated_at, body)
+    values ($1, $2, $3, $4, $5, $6, $7)
+  ), tags as (
+    insert into contact_tags (account_id, tag, contact_id) select $1, tag, $2 from unnest($8::text[]) as tag
+  ), terms as (
+    insert into contact_terms (account_id, term, contact_id) select $1, term, $2 from unnest($9::text[]) as term
+  ), counted as (
+    insert into contact_counts (account_id, shard, n) values ($1, $10, 1)
+    on conflict (account_id, shard) do update set n = contact_counts.n + excluded.n
+  ), event as (
+    insert into events (account_id, id, tx_id, type, created_at, body)
+    values ($1, $11, pg_current_xact_id()::text::bigint, 'contact.created', $5, $12)
+  )
+  select (coalesce(sum(n), 0) + 1)::bigint as count from contact_counts where account_id = $1`
 
 /** The two statements on the service's driver: [key row, page rows]. */
 function database() {
@@ -26,9 +53,21 @@ function database() {
     db.pragma('cache_size = -4096')
     const key = db.prepare(KEY_SQL.replace('$1', '?'))
     const page = db.prepare(PAGE_SQL.replace('$1', '?').replace('$2', '?').replace('$3', '?'))
+    const [contact, count, tags, terms, position, event, total] = SQLITE_CREATE.map((text) => db.prepare(text))
+    const create = db.transaction((c) => {
+      contact.run(c.tenant, c.id, c.email, c.search, c.now, c.now, c.body)
+      count.run(c.tenant, c.shard)
+      tags.run(c.tenant, JSON.stringify(c.tags.map((tag) => [tag, c.id])))
+      terms.run(c.tenant, JSON.stringify(c.terms.map((term) => [term, c.id])))
+      const { last_position } = position.get()
+      event.run(c.tenant, c.eventId, last_position, 'contact.created', c.now, c.eventBody)
+      total.get(c.tenant)
+    })
     return {
       key: async (hash) => key.get(hash),
       page: async (tenant, after, limit) => page.all(tenant, after, limit),
+      // BEGIN IMMEDIATE, as the service's writes.
+      create: async (c) => create.immediate(c),
     }
   }
   const pool = new pg.Pool({ connectionString: url, max: 10 })
@@ -36,6 +75,36 @@ function database() {
     key: async (hash) => (await pool.query({ name: 'key', text: KEY_SQL, values: [hash] })).rows[0],
     page: async (tenant, after, limit) =>
       (await pool.query({ name: 'page', text: PAGE_SQL, values: [tenant, after, limit] })).rows,
+    async create(c) {
+      const client = await pool.connect()
+      try {
+        await client.query('begin')
+        await client.query({
+          name: 'create',
+          text: POSTGRES_CREATE,
+          values: [
+            c.tenant,
+            c.id,
+            c.email,
+            c.search,
+            c.now,
+            c.now,
+            c.body,
+            c.tags,
+            c.terms,
+            c.shard,
+            c.eventId,
+            c.eventBody,
+          ],
+        })
+        await client.query('commit')
+      } catch (error) {
+        await client.query('rollback')
+        throw error
+      } finally {
+        client.release()
+      }
+    },
   }
 }
 
@@ -67,18 +136,64 @@ function afterOf(cursor, tenant) {
   return payload.a === tenant && payload.l === 'contacts' && payload.f === FILTERS ? payload.k : undefined
 }
 
+/** A time-ordered id, as the service's (src/lib/ids.ts): the index takes it at its end. */
+let lastTime = 0
+let sequence = 0
+function newId(prefix) {
+  const now = Date.now()
+  sequence = now === lastTime ? sequence + 1 : 0
+  lastTime = now
+  return `${prefix}_${now.toString(32).padStart(10, '0')}${sequence.toString(32).padStart(4, '0')}${randomBytes(6).toString('hex')}`
+}
+
+async function bodyOf(request) {
+  let text = ''
+  for await (const chunk of request) {
+    text += chunk
+  }
+  return text
+}
+
+/** Writes the contact with its rows and its event; returns its body. */
+async function created(tenant, input) {
+  const now = new Date().toISOString()
+  const id = newId('con')
+  const body = JSON.stringify({ object: 'contact', id, ...input, created_at: now, updated_at: now })
+  const eventId = newId('evt')
+  const searched = [input.email, input.first_name, input.last_name].filter((value) => typeof value === 'string')
+  await db.create({
+    tenant,
+    id,
+    email: String(input.email).toLowerCase(),
+    search: searched.join(' ').toLowerCase(),
+    now,
+    body,
+    tags: input.tags ?? [],
+    terms: [...new Set(searched.map((value) => value.toLowerCase()))],
+    shard: randomInt(64),
+    eventId,
+    eventBody: `{"object":"event","id":"${eventId}","type":"contact.created","created_at":"${now}","livemode":true,"data":{"object":${body}}}`,
+  })
+  return body
+}
+
 function send(response, status, body) {
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length })
   response.end(body)
 }
 
-createServer(async (request, response) => {
+/** One request; a failure is a 500 naming its error, so the bench's failed run says why. */
+async function serve(request, response) {
   const header = request.headers.authorization ?? ''
   const account = await db.key(createHash('sha256').update(header.slice('Bearer '.length)).digest('hex'))
   if (!account) {
     return send(response, 401, Buffer.from('{"code":"invalid_api_key"}'))
   }
   const [path = '', query = ''] = (request.url ?? '').split('?')
+  if (request.method === 'POST' && path === '/api/v1/contacts') {
+    const input = JSON.parse(await bodyOf(request))
+    return send(response, 201, Buffer.from(await created(account.tenant, input)))
+  }
   if (path === '/api/v1/me') {
     const { id, name, created_at } = account
     return send(response, 200, Buffer.from(JSON.stringify({ object: 'account', id, name, created_at })))
@@ -96,6 +211,10 @@ createServer(async (request, response) => {
   const last = shown.at(-1)
   const next = rows.length > PAGE && last ? JSON.stringify(cursorOf(account.tenant, last.id)) : 'null'
   send(response, 200, Buffer.from(`{"contacts":[${shown.map((row) => row.body).join(',')}],"next_cursor":${next}}`))
+}
+
+createServer((request, response) => {
+  serve(request, response).catch((error) => send(response, 500, Buffer.from(JSON.stringify({ error: String(error) }))))
 }).listen(Number(port), '127.0.0.1')
 
 // A clean exit on SIGTERM, so `--cpu-prof` writes its profile.
