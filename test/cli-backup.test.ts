@@ -221,7 +221,9 @@ describe('backup and restore on SQLite', () => {
       expect(replaced.code, replaced.err).toBe(0)
       expect(replaced.out).toContain(`Replaced the secret file ${path.join(elsewhere, 'secret')} with the backup's`)
       expect(readFileSync(path.join(elsewhere, 'secret'), 'utf8')).toBe('the-secret-kept-with-the-backup')
-      expect(readFileSync(path.join(elsewhere, 'secret.before-restore'), 'utf8')).toBe('a-fresh-database-secret')
+      const keptAside = readdirSync(elsewhere).filter((name) => name.startsWith('secret.before-restore-'))
+      expect(keptAside).toHaveLength(1)
+      expect(readFileSync(path.join(elsewhere, keptAside[0] ?? ''), 'utf8')).toBe('a-fresh-database-secret')
     } finally {
       rmSync(path.join(dir, 'secret'), { force: true })
       rmSync(elsewhere, { recursive: true, force: true })
@@ -237,8 +239,20 @@ describe('backup and restore on SQLite', () => {
     const refused = await cli(['restore', '--from', backup], target)
     expect(refused).toMatchObject({ code: 1, out: '' })
     expect(refused.err).toBe(
-      `contacts-api: ${damaged} is not a readable database: restore replaces it with --force; nothing was changed`,
+      `contacts-api: ${damaged} is not a readable Contacts API database: restore replaces it with --force; nothing was changed`,
     )
+    // Ours, with accounts, seen through another database's write-ahead log: another database.
+    const withForeignWal = path.join(dir, 'foreign-wal.sqlite')
+    copyFileSync(backup, withForeignWal)
+    const other = new SQLite(path.join(dir, 'other.sqlite'))
+    other.pragma('journal_mode = WAL')
+    other.pragma('wal_autocheckpoint = 0')
+    other.exec("create table notes (body text); insert into notes values ('another database')")
+    copyFileSync(path.join(dir, 'other.sqlite-wal'), `${withForeignWal}-wal`)
+    other.close()
+    const foreign = await cli(['restore', '--from', backup], { ...env, DATABASE_URL: `sqlite:${withForeignWal}` })
+    expect(foreign.code).toBe(1)
+    expect(foreign.err).toContain('is not a readable Contacts API database')
     const forced = await cli(['restore', '--from', backup, '--force'], target)
     expect(forced.code, forced.err).toBe(0)
     expect(new SQLite(damaged, { readonly: true }).pragma('quick_check')).toEqual([{ quick_check: 'ok' }])

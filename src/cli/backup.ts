@@ -164,7 +164,7 @@ function restoreSqlite(source: string, configured: string, force: boolean, env: 
   if (current !== 'empty' && !force) {
     throw new Refusal(
       current === 'unreadable'
-        ? `${target} is not a readable database: restore replaces it with --force; nothing was changed`
+        ? `${target} is not a readable Contacts API database: restore replaces it with --force; nothing was changed`
         : `${target} holds accounts: restore replaces the whole database. Stop the server, then run again with --force`,
     )
   }
@@ -186,7 +186,7 @@ function restoreSqlite(source: string, configured: string, force: boolean, env: 
     syncFile(dir)
     if (secret.copy) {
       if (existsSync(secret.copy.to)) {
-        renameSync(secret.copy.to, `${secret.copy.to}.before-restore`)
+        renameSync(secret.copy.to, secret.copy.keptAs)
       }
       copyFileSync(secret.copy.from, secret.copy.to, constants.COPYFILE_EXCL)
       chmodSync(secret.copy.to, 0o600)
@@ -233,14 +233,14 @@ function refuseWhileOpen(target: string): void {
 /**
  * Without SECRET the server reads the secret file beside its database. The restored database's
  * webhook secrets, sessions and cursors need the secret the backup was taken with: the file kept
- * beside the backup is copied there (the one there before is kept as `secret.before-restore`);
+ * beside the backup is copied there (the one there before is kept as `secret.before-restore-TIME`);
  * without one, a secret file already there is used (said), and with neither restore refuses.
  */
 function secretPlan(
   source: string,
   target: string,
   env: NodeJS.ProcessEnv,
-): { copy?: { from: string; to: string }; said: string } {
+): { copy?: { from: string; to: string; keptAs: string }; said: string } {
   if (env.SECRET) {
     return { said: 'Start the server with the SECRET the backup was taken with.' }
   }
@@ -251,10 +251,12 @@ function secretPlan(
     return { said: `It uses the secret file ${needed}, the same as the one beside the backup.` }
   }
   if (kept) {
+    // Named by the time, so a second restore never overwrites what the first one kept.
+    const keptAs = `${needed}.before-restore-${new Date().toISOString().replace(/[-:]|\.\d+/g, '')}`
     return {
-      copy: { from: beside, to: needed },
+      copy: { from: beside, to: needed, keptAs },
       said: existsSync(needed)
-        ? `Replaced the secret file ${needed} with the backup's (the one there before is ${needed}.before-restore).`
+        ? `Replaced the secret file ${needed} with the backup's (the one there before is ${keptAs}).`
         : `Copied the backup's secret file to ${needed}: the server will use it.`,
     }
   }
@@ -310,7 +312,11 @@ function checkBackup(file: string): void {
   }
 }
 
-/** What restore would replace: nothing of value, a database with accounts, or a file SQLite cannot read. */
+/**
+ * What restore would replace: nothing of value (no file, no table, or this service's tables and no
+ * account), a database with accounts, or anything else: a file SQLite cannot read, or other
+ * tables (another application's database, or ours seen through another database's `-wal`).
+ */
 function databaseState(file: string): 'empty' | 'accounts' | 'unreadable' {
   if (!existsSync(file)) {
     return 'empty'
@@ -318,10 +324,15 @@ function databaseState(file: string): 'empty' | 'accounts' | 'unreadable' {
   let db: SQLite.Database | undefined
   try {
     db = new SQLite(file, { readonly: true, fileMustExist: true })
-    const table = db.prepare("select 1 from sqlite_master where type = 'table' and name = 'accounts'").get()
-    return table !== undefined && db.prepare('select 1 from accounts limit 1').get() !== undefined
-      ? 'accounts'
-      : 'empty'
+    const rows = db.prepare("select name from sqlite_master where type = 'table'").all() as Array<{ name: string }>
+    const tables = new Set(rows.map((row) => row.name))
+    if (tables.size === 0) {
+      return 'empty'
+    }
+    if (!tables.has('accounts') || !tables.has('kysely_migration')) {
+      return 'unreadable'
+    }
+    return db.prepare('select 1 from accounts limit 1').get() !== undefined ? 'accounts' : 'empty'
   } catch {
     // Damaged, or not a database: what a restore is for, with --force.
     return 'unreadable'
