@@ -144,25 +144,36 @@ describe('contacts-api listen and trigger', () => {
     expect(await runListen('listen', unreachable, { CONTACTS_API_KEY: acme.key }, away.io, stop)).toBe(1)
     expect(away.err).toEqual([`contacts-api: cannot reach the API at ${nowhere}: ECONNREFUSED`])
 
-    // A password in the forward URL is not printed.
+    // A password in the forward URL is not printed; the credentials go as Basic authorization.
     const secretive = lines()
     const stopSoon = new AbortController()
+    const withCredentials = target.replace('http://', 'http://me:hunter2@')
     const listening = runListen(
       'listen',
-      ['--forward-to', `http://me:hunter2@127.0.0.1:1/hooks`, '--api-url', api],
+      ['--forward-to', `${withCredentials}/credentials`, '--api-url', api],
       { CONTACTS_API_KEY: acme.key },
       secretive.io,
       stopSoon.signal,
     )
     await until(() => secretive.out.some((line) => line.startsWith('Ready')))
+    await createContact(t, acme, { first_name: 'Authorized' })
+    await until(() => received.some((r) => r.path === '/credentials'))
     stopSoon.abort()
     expect(await listening).toBe(0)
-    expect(secretive.out[0]).toBe(`Ready: forwarding the live events of ${acme.id} to http://me:***@127.0.0.1:1/hooks`)
+    expect(secretive.out[0]).toBe(
+      `Ready: forwarding the live events of ${acme.id} to ${target.replace('http://', 'http://me:***@')}/credentials`,
+    )
+    expect(received.find((r) => r.path === '/credentials')?.headers.authorization).toBe(
+      `Basic ${Buffer.from('me:hunter2').toString('base64')}`,
+    )
 
-    // Help without a command is the usage, exit 0.
+    // Nothing at all is a usage error; --help is the usage, exit 0.
     const help = lines()
     expect(await runCommand('contacts-api-client', ['--help'], {}, help.io, stop)).toBe(0)
     expect(help.out[0]).toMatch(/^Usage: contacts-api-client listen/)
+    const nothing = lines()
+    expect(await runCommand('contacts-api-client', [], {}, nothing.io, stop)).toBe(2)
+    expect(nothing.err[0]).toMatch(/^contacts-api-client: listen or trigger\?/)
 
     for (const [argv, env, message] of [
       [['--api-url', api], { CONTACTS_API_KEY: acme.key }, 'listen needs --forward-to URL'],

@@ -144,6 +144,13 @@ describe('tracing over OTLP/HTTP', () => {
       return names.includes('insert contacts') ? names : undefined
     })
     expect(written).toContain('insert events')
+    const patchTrace = randomBytes(16).toString('hex')
+    await api(`/contacts/${id}`, {
+      method: 'PATCH',
+      body: JSON.stringify({ first_name: 'Traced' }),
+      headers: { traceparent: `00-${patchTrace}-${randomBytes(8).toString('hex')}-01` },
+    })
+    await until(() => collector.spans.find((s) => s.traceId === patchTrace && s.name === 'update contacts'))
     // The log line of the request names the trace.
     await until(() => (server.output().includes(`"trace_id":"${traceId}"`) ? true : undefined))
   })

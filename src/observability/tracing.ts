@@ -166,15 +166,18 @@ export function traceStatements(dialect: Dialect): Dialect {
   }
 }
 
-const STATEMENT = /^\s*(?:with\b.*?\)\s*)?(select|insert|update|delete)\b(?:.*?\b(?:from|into|update)\s+"?(\w+))?/is
+const STATEMENT = /^\s*(?:with\b.*?\)\s*)?(select|insert|update|delete)\b(.*)$/is
+/** The first table: after `update`, or after the first `from` or `into`. */
+const TABLE_AFTER = { update: /^\s*"?(\w+)/, other: /\b(?:from|into)\s+"?(\w+)/i }
 
 /** A statement's span name, `select contacts`, and its kind; read from its text, once per text. */
 const statementNames = new Map<string, { name: string; operation: string }>()
 function statementOf(query: CompiledQuery): { name: string; operation: string } {
   let known = statementNames.get(query.sql)
   if (known === undefined) {
-    const [, verb, table] = STATEMENT.exec(query.sql) ?? []
+    const [, verb, rest = ''] = STATEMENT.exec(query.sql) ?? []
     const operation = (verb ?? query.sql.trim().split(/\s/, 1)[0] ?? 'statement').toLowerCase()
+    const table = verb ? (operation === 'update' ? TABLE_AFTER.update : TABLE_AFTER.other).exec(rest)?.[1] : undefined
     known = { name: table ? `${operation} ${table}` : operation, operation }
     // Statements are few and reused; a bound keeps an unusual caller from growing it for ever.
     if (statementNames.size < 1000) {

@@ -63,9 +63,12 @@ export async function runCommand(
 ): Promise<number> {
   try {
     const [command, ...rest] = argv
-    if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    if (command === '--help' || command === '-h' || command === 'help') {
       io.out(usage(program))
       return 0
+    }
+    if (command === undefined) {
+      throw new UsageError('listen or trigger?')
     }
     if (command !== 'listen' && command !== 'trigger') {
       throw new UsageError(`unknown command "${command}"`)
@@ -225,6 +228,18 @@ function causeOf(error: unknown): string {
   return cause?.code ?? cause?.message ?? String(error)
 }
 
+/** The URL without its user and password, and those as a Basic authorization header. */
+function withoutCredentials(target: URL): { url: URL; authorization?: string } {
+  if (target.username === '' && target.password === '') {
+    return { url: target }
+  }
+  const url = new URL(target)
+  url.username = ''
+  url.password = ''
+  const credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`
+  return { url, authorization: `Basic ${Buffer.from(credentials).toString('base64')}` }
+}
+
 /** The URL as printed: a password in it is not. */
 function shown(url: URL): string {
   if (url.password === '') {
@@ -251,12 +266,14 @@ async function forward(event: Event, target: URL, secret: string, stop: AbortSig
     // As a delivery sends without tracing: a fresh, unsampled W3C trace context.
     traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`,
   }
+  // fetch refuses a URL with credentials: they go as Basic authorization, as a browser sends them.
+  const { url, authorization } = withoutCredentials(target)
   const started = performance.now()
   let outcome: string
   try {
-    const response = await fetch(target, {
+    const response = await fetch(url, {
       method: 'POST',
-      headers,
+      headers: authorization ? { ...headers, authorization } : headers,
       body,
       redirect: 'manual',
       signal: AbortSignal.any([AbortSignal.timeout(FORWARD_TIMEOUT_MS), stop]),
