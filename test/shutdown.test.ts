@@ -53,6 +53,26 @@ describe('operations in a real process', () => {
     expect(results.length).toBeGreaterThan(50)
   })
 
+  it('SIGTERM while a long poll waits: the poll answers at once, empty with its cursor, and the exit is quick', async () => {
+    const env = { DATABASE_URL: `sqlite:${path.join(dir, 'poll.sqlite')}` }
+    const out: string[] = []
+    await runCli(['accounts', 'create', '--name', 'Poll', '--json'], env, { out: (t) => out.push(t), err: () => {} })
+    const key = JSON.parse(out[0] ?? '{}').api_key.secret as string
+    const server = await startServerProcess(env)
+    const poll = fetch(`${server.base}/api/v1/events?from=now&wait=30`, { headers: { authorization: `Bearer ${key}` } })
+    await new Promise((r) => setTimeout(r, 500))
+    const signalled = Date.now()
+    const code = await server.stop('SIGTERM')
+    const answer = await poll
+    // A 30 s wait held to its end would hold the stop as long.
+    expect(Date.now() - signalled).toBeLessThan(10_000)
+    expect(code).toBe(0)
+    expect(answer.status).toBe(200)
+    const page = (await answer.json()) as { events: unknown[]; next_cursor: string }
+    expect(page.events).toEqual([])
+    expect(page.next_cursor).toEqual(expect.any(String))
+  })
+
   it('SIGTERM while a CSV export streams (SQLite file: read on the import worker): the download completes', async () => {
     const server = await startServerProcess({
       DATABASE_URL: `sqlite:${path.join(dir, 'export.sqlite')}`,

@@ -17,6 +17,13 @@ import { FEED_START, feedEnd } from './feed-position.js'
 import { LONG_POLLS_PER_TENANT, NOTIFIED_RECHECK_MS, RECHECK_MS } from './feed-signal.js'
 
 export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (app, { deps }) => {
+  // A stopping server answers its waiting polls at once (no events, the cursor to go on from)
+  // rather than holding its shutdown for up to `wait` seconds; the client polls the next instance.
+  const closing = new AbortController()
+  app.addHook('preClose', (done) => {
+    closing.abort()
+    done()
+  })
   /**
    * A long poll about to wait: it gives up its place among the account's requests in progress (it
    * holds nothing but a timer), and counts among the tenant's waiting polls instead.
@@ -57,9 +64,10 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
         })
       }
       const accountId = authOf(request).tenant.id
-      // The client going away ends the wait: nothing is left waiting for no one.
+      // The client going away ends the wait (nothing is left waiting for no one), and so does a shutdown.
       const gone = new AbortController()
       reply.raw.once('close', () => gone.abort())
+      const ended = AbortSignal.any([gone.signal, closing.signal])
       return sendPage(
         reply,
         deps.secret,
@@ -76,14 +84,14 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
                 ? await listEventRows(deps.database.db, accountId, { ...filters, ...position, afterId })
                 : []
               const left = deadline - performance.now()
-              if (rows.length > 0 || left <= 0 || gone.signal.aborted) {
+              if (rows.length > 0 || left <= 0 || ended.aborted) {
                 // The feed's cursor never ends: at its end, it stays where this page stopped.
                 return { rows, scannedTo: rows.at(-1)?.position ?? afterId ?? FEED_START }
               }
               leave ??= startWaiting(request, accountId)
               // Notified but not served yet (PostgreSQL serves an event once older transactions end): soon again.
               const pause = notified ? Math.min(left, NOTIFIED_RECHECK_MS) : Math.min(left, RECHECK_MS)
-              notified = await deps.feedSignal.next(accountId, pause, gone.signal)
+              notified = await deps.feedSignal.next(accountId, pause, ended)
               // What no signal announced, the tenant's shared probe finds: the feed is read only then.
               read = notified || (await deps.feedProbe.hasPast(accountId, afterId))
             }
