@@ -133,6 +133,9 @@ describe('backup and restore on SQLite', () => {
     const underFile = await cli(['backup', '--to', path.join(good, 'x.sqlite')], env)
     expect(underFile.code).toBe(1)
     expect(underFile.err).toContain('is not a directory')
+    const missingDir = await cli(['backup', '--to', path.join(dir, 'no-such-dir', 'x.sqlite')], env)
+    expect(missingDir.code).toBe(1)
+    expect(missingDir.err).toContain(`${path.join(dir, 'no-such-dir')} does not exist`)
 
     const target = { ...env, DATABASE_URL: `sqlite:${path.join(dir, 'target.sqlite')}` }
     const truncated = path.join(dir, 'truncated.sqlite')

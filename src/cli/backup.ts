@@ -110,8 +110,9 @@ function backupSqlite(source: string, target: string, secret: string): string {
     throw new Refusal('a backup is written to a file (--to FILE), not to standard output')
   }
   const dir = path.dirname(target)
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) {
-    throw new Refusal(`cannot write ${target}: ${dir} is not a directory`)
+  const dirStat = statSync(dir, { throwIfNoEntry: false })
+  if (!dirStat?.isDirectory()) {
+    throw new Refusal(`cannot write ${target}: ${dir} ${dirStat ? 'is not a directory' : 'does not exist'}`)
   }
   // lstat: a link, even one to nowhere, is a file a backup would replace.
   if (lstatSync(target, { throwIfNoEntry: false })) {
@@ -241,11 +242,15 @@ function secretPlan(
   target: string,
   env: NodeJS.ProcessEnv,
 ): { copy?: { from: string; to: string; keptAs: string }; said: string } {
-  if (env.SECRET) {
-    return { said: 'Start the server with the SECRET the backup was taken with.' }
-  }
   const needed = localSecretFile(target)
   const beside = localSecretFile(source)
+  if (env.SECRET) {
+    return {
+      said: existsSync(beside)
+        ? `Start the server with the SECRET the backup was taken with: SECRET is set here, so the secret file beside the backup (${beside}) is not used.`
+        : 'Start the server with the SECRET the backup was taken with.',
+    }
+  }
   const kept = existsSync(beside) && path.resolve(beside) !== path.resolve(needed)
   if (kept && existsSync(needed) && readFileSync(beside).equals(readFileSync(needed))) {
     return { said: `It uses the secret file ${needed}, the same as the one beside the backup.` }
