@@ -146,7 +146,7 @@ export interface ScenarioResult extends Measured {
 }
 
 /** The scenarios bench/minimal-server.mjs serves. */
-export const MINIMAL_SCENARIOS: ReadonlySet<string> = new Set(['me', 'list', 'list-deep', 'create'])
+export const MINIMAL_SCENARIOS: ReadonlySet<string> = new Set(['me', 'list', 'list-deep', 'create', 'patch'])
 
 /** The raw baseline counts only when its server was the limit: ≥ 95 % of its core. */
 export const RAW_MIN_BUSY = 0.95

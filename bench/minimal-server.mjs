@@ -1,7 +1,7 @@
-// The same-work baseline: the least code that does what GET /me, a contacts list page and POST
-// /contacts do in the database — hash the key, find its account, read one keyset page of the
-// stored contact bodies, or write a contact with its tags, search terms, count and event in one
-// transaction, the service's statements — with the same driver and settings, then answers with
+// The same-work baseline: the least code that does what GET /me, a contacts list page, POST
+// /contacts and PATCH /contacts/{id} do in the database — hash the key, find its account, read one keyset page of the
+// stored contact bodies, or write a contact (new: with its tags, search terms and count) and its
+// event in one transaction, the service's statements — with the same driver and settings, then answers with
 // node:http. No framework, no validation, no rate limit, no log, no metrics. Plain JavaScript, no
 // loader. argv: the database URL (sqlite:FILE or postgres://…), the cursor secret, the port.
 import { createHash, createHmac, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
@@ -26,6 +26,28 @@ const SQLITE_CREATE = [
   'insert into events (account_id, id, tx_id, type, created_at, body) values (?, ?, ?, ?, ?, ?)',
   'select sum(n) as n from contact_counts where account_id = ?',
 ]
+// And for a change of one contact: its row read under the write lock, written back, its event.
+const LOCK_READ = 'update contacts set body = body where account_id = $1 and id = $2 returning body'
+const SQLITE_UPDATE = [
+  LOCK_READ.replace('$1', '?').replace('$2', '?'),
+  'update contacts set email_lower = ?, search = ?, updated_at = ?, body = ? where account_id = ? and id = ?',
+  "update event_sequence set last_position = last_position + 1 where name = 'events' returning last_position",
+  'insert into events (account_id, id, tx_id, type, created_at, body) values (?, ?, ?, ?, ?, ?)',
+]
+const POSTGRES_UPDATE = `with contact as (
+    update contacts set email_lower = $1, search = $2, updated_at = $3, body = $4
+    where account_id = $5 and id = $6
+  ), removed_tags as (
+    delete from contact_tags where account_id = $5 and contact_id = $6 and tag = any($7::text[])
+  ), added_tags as (
+    insert into contact_tags (account_id, tag, contact_id) select $5, tag, $6 from unnest($8::text[]) as tag
+  ), removed_terms as (
+    delete from contact_terms where account_id = $5 and contact_id = $6 and term = any($9::text[])
+  ), added_terms as (
+    insert into contact_terms (account_id, term, contact_id) select $5, term, $6 from unnest($10::text[]) as term
+  )
+  insert into events (account_id, id, tx_id, type, created_at, body)
+  values ($5, $11, pg_current_xact_id()::text::bigint, 'contact.updated', $3, $12)`
 const POSTGRES_CREATE = `with contact as (
     insert into contacts (account_id, id, email_lower, search, created_at, updated_at, body)
     values ($1, $2, $3, $4, $5, $6, $7)
@@ -63,11 +85,24 @@ function database() {
       event.run(c.tenant, c.eventId, last_position, 'contact.created', c.now, c.eventBody)
       total.get(c.tenant)
     })
+    const [lockRead, rewrite, position2, event2] = SQLITE_UPDATE.map((text) => db.prepare(text))
+    const update = db.transaction((tenant, id, change) => {
+      const row = lockRead.get(tenant, id)
+      if (!row) {
+        return undefined
+      }
+      const c = change(row.body)
+      rewrite.run(c.email, c.search, c.now, c.body, tenant, id)
+      const { last_position } = position2.get()
+      event2.run(tenant, c.eventId, last_position, 'contact.updated', c.now, c.eventBody)
+      return c.body
+    })
     return {
       key: async (hash) => key.get(hash),
       page: async (tenant, after, limit) => page.all(tenant, after, limit),
       // BEGIN IMMEDIATE, as the service's writes.
       create: async (c) => create.immediate(c),
+      update: async (tenant, id, change) => update.immediate(tenant, id, change),
     }
   }
   const pool = new pg.Pool({ connectionString: url, max: 10 })
@@ -75,6 +110,30 @@ function database() {
     key: async (hash) => (await pool.query({ name: 'key', text: KEY_SQL, values: [hash] })).rows[0],
     page: async (tenant, after, limit) =>
       (await pool.query({ name: 'page', text: PAGE_SQL, values: [tenant, after, limit] })).rows,
+    async update(tenant, id, change) {
+      const client = await pool.connect()
+      try {
+        await client.query('begin')
+        const { rows } = await client.query({ name: 'lock-read', text: LOCK_READ, values: [tenant, id] })
+        if (rows.length === 0) {
+          await client.query('commit')
+          return undefined
+        }
+        const c = change(rows[0].body)
+        await client.query({
+          name: 'update',
+          text: POSTGRES_UPDATE,
+          values: [c.email, c.search, c.now, c.body, tenant, id, [], [], [], [], c.eventId, c.eventBody],
+        })
+        await client.query('commit')
+        return c.body
+      } catch (error) {
+        await client.query('rollback')
+        throw error
+      } finally {
+        client.release()
+      }
+    },
     async create(c) {
       const client = await pool.connect()
       try {
@@ -177,6 +236,23 @@ async function created(tenant, input) {
   return body
 }
 
+/** The stored contact with the patch applied: its new body, columns and event (tags and terms unchanged). */
+function changed(stored, patch) {
+  const now = new Date().toISOString()
+  const contact = { ...JSON.parse(stored), ...patch, updated_at: now }
+  const body = JSON.stringify(contact)
+  const eventId = newId('evt')
+  const searched = [contact.email, contact.first_name, contact.last_name].filter((value) => typeof value === 'string')
+  return {
+    email: String(contact.email).toLowerCase(),
+    search: searched.join(' ').toLowerCase(),
+    now,
+    body,
+    eventId,
+    eventBody: `{"object":"event","id":"${eventId}","type":"contact.updated","created_at":"${now}","livemode":true,"data":{"object":${body}}}`,
+  }
+}
+
 function send(response, status, body) {
   response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length })
   response.end(body)
@@ -190,6 +266,15 @@ async function serve(request, response) {
     return send(response, 401, Buffer.from('{"code":"invalid_api_key"}'))
   }
   const [path = '', query = ''] = (request.url ?? '').split('?')
+  if (request.method === 'PATCH' && path.startsWith('/api/v1/contacts/')) {
+    const patch = JSON.parse(await bodyOf(request))
+    const body = await db.update(account.tenant, path.slice('/api/v1/contacts/'.length), (stored) =>
+      changed(stored, patch),
+    )
+    return body === undefined
+      ? send(response, 404, Buffer.from('{"code":"not_found"}'))
+      : send(response, 200, Buffer.from(body))
+  }
   if (request.method === 'POST' && path === '/api/v1/contacts') {
     const input = JSON.parse(await bodyOf(request))
     return send(response, 201, Buffer.from(await created(account.tenant, input)))
