@@ -1,6 +1,7 @@
 // Tenant-scoped delivery reads and the ways a person adds attempts: retry one delivery, recover
 // every failed one of a time range, or send a test event. The worker's side is delivery-dispatch.ts, -claim.ts, -attempts.ts.
 
+import { sql } from 'kysely'
 import { tenantById } from '../accounts/tenant.js'
 import { purgeOlderThan } from '../db/retention.js'
 import type { Db, Trx } from '../db/transaction.js'
@@ -203,6 +204,22 @@ export function pendingDelivery(delivery: {
  * Tells the worker that a delivery of the endpoint is due at `at`: only ever moves the endpoint's
  * `due_at` earlier, so it is safe from any transaction (docs/design.md#delivery-queue explains the rule).
  */
+/**
+ * markDue for a new delivery, under the endpoint's row lock: false, and nothing changed, when the
+ * endpoint is no longer enabled (an UPDATE re-reads a row another transaction changed meanwhile).
+ */
+export async function markDueIfEnabled(trx: Db, accountId: string, endpointId: string, at: string): Promise<boolean> {
+  const row = await trx
+    .updateTable('webhook_endpoints')
+    .set({ due_at: sql<string>`case when due_at is null or due_at > ${at} then ${at} else due_at end` })
+    .where('account_id', '=', accountId)
+    .where('id', '=', endpointId)
+    .where('status', '=', 'enabled')
+    .returning('id')
+    .executeTakeFirst()
+  return row !== undefined
+}
+
 export async function markDue(trx: Db, accountId: string, endpointId: string, at: string): Promise<void> {
   await trx
     .updateTable('webhook_endpoints')

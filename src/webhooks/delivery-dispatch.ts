@@ -4,8 +4,9 @@ import { dialectOf } from '../db/dialect.js'
 import type { Database } from '../db/schema.js'
 import type { Trx } from '../db/transaction.js'
 import { feedFence } from '../events/feed-position.js'
-import { type DeliveryRow, markDue, pendingDelivery } from './deliveries.store.js'
+import { type DeliveryRow, markDueIfEnabled, pendingDelivery } from './deliveries.store.js'
 import { subscribes } from './endpoints.js'
+import { failPendingDeliveries } from './endpoints.store.js'
 
 /** Events one fan-out transaction takes at most. */
 export const DISPATCH_BATCH = 500
@@ -71,7 +72,11 @@ export async function dispatchEvents(db: Kysely<Database>, now: Date, batch = DI
       const due = new Map(deliveries.map((delivery) => [`${delivery.account_id} ${delivery.endpoint_id}`, delivery]))
       // In key order, as recordAttempts (delivery-attempts.ts) locks endpoints: no deadlock on PostgreSQL.
       for (const [, delivery] of [...due].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
-        await markDue(trx, delivery.account_id, delivery.endpoint_id, at)
+        // Disabled since the read above (its outcome batch committed meanwhile, and its failing of
+        // pending deliveries could not see these): they end as failed too, not pending for ever.
+        if (!(await markDueIfEnabled(trx, delivery.account_id, delivery.endpoint_id, at))) {
+          await failPendingDeliveries(trx, delivery.account_id, delivery.endpoint_id)
+        }
       }
     }
     await trx

@@ -207,7 +207,7 @@ export async function disableEndpoint(
 }
 
 /** Ends a disabled endpoint's deliveries still to be sent as failed; an attempt under way records its own. */
-async function failPendingDeliveries(trx: Trx, accountId: string, endpointId: string): Promise<void> {
+export async function failPendingDeliveries(trx: Trx, accountId: string, endpointId: string): Promise<void> {
   await trx
     .updateTable('webhook_deliveries')
     .set({ status: 'failed', next_attempt_at: null })
