@@ -82,7 +82,8 @@ export async function runCommand(
     if (!apiKey) {
       throw new UsageError(`${command} needs the API key in CONTACTS_API_KEY`)
     }
-    const api = apiUrl(values['api-url'] ?? env.API_URL ?? 'http://127.0.0.1:3000')
+    const given = values['api-url'] ?? env.API_URL ?? 'http://127.0.0.1:3000'
+    const api = httpUrl(given.replace(/\/+$/, '').replace(/\/api\/v1$/, ''), '--api-url')
     // While the API is away, listen says so at each retry (the client's), then goes on where it was.
     const onRetry = ({ status, error, waitMs }: RetryInfo) =>
       io.err(
@@ -99,7 +100,11 @@ export async function runCommand(
     if (positionals.length > 0) {
       throw new UsageError(`unexpected argument "${positionals[0]}"`)
     }
-    const target = forwardTarget(values['forward-to'])
+    const forwardTo = values['forward-to']
+    if (forwardTo === undefined) {
+      throw new UsageError('listen needs --forward-to URL, e.g. --forward-to http://localhost:4000/hooks')
+    }
+    const target = httpUrl(forwardTo, '--forward-to')
     const types = eventTypes(values.events)
     return await listen(client(), await whoAmI(), { target, types }, io, stop)
   } catch (error) {
@@ -137,22 +142,8 @@ function parseCommandArguments(argv: readonly string[]) {
   }
 }
 
-function apiUrl(text: string): URL {
-  try {
-    const url = new URL(text.replace(/\/+$/, '').replace(/\/api\/v1$/, ''))
-    if (url.protocol === 'http:' || url.protocol === 'https:') {
-      return url
-    }
-  } catch {
-    // Said below.
-  }
-  throw new UsageError(`--api-url must be an http(s) URL (got "${text}")`)
-}
-
-function forwardTarget(text: string | undefined): URL {
-  if (text === undefined) {
-    throw new UsageError('listen needs --forward-to URL, e.g. --forward-to http://localhost:4000/hooks')
-  }
+/** An http(s) URL given as `flag`, or a usage error naming it. */
+function httpUrl(text: string, flag: string): URL {
   try {
     const url = new URL(text)
     if (url.protocol === 'http:' || url.protocol === 'https:') {
@@ -161,7 +152,7 @@ function forwardTarget(text: string | undefined): URL {
   } catch {
     // Said below.
   }
-  throw new UsageError(`--forward-to must be an http(s) URL (got "${text}")`)
+  throw new UsageError(`${flag} must be an http(s) URL (got "${text}")`)
 }
 
 function eventTypes(text: string | undefined): Set<string> | undefined {
@@ -189,6 +180,7 @@ async function listen(
     const events = client.events.follow({ signal: stop, ...(now ? { after: now } : {}) })
     // The receiver checks signatures with this, as with an endpoint's own secret.
     const secret = newWebhookSecret()
+    const receiver = withoutCredentials(options.target)
     io.out(
       [
         `Ready: forwarding the ${me.livemode ? 'live' : 'test'} events of ${me.id} to ${shown(options.target)}`,
@@ -198,7 +190,7 @@ async function listen(
     )
     for await (const event of events) {
       if (options.types === undefined || options.types.has(event.type)) {
-        io.out(await forward(event, options.target, secret, stop))
+        io.out(await forward(event, receiver, secret, stop))
       }
     }
     return 0
@@ -228,8 +220,14 @@ function causeOf(error: unknown): string {
   return cause?.code ?? cause?.message ?? String(error)
 }
 
+/** Where events go: fetch refuses a URL with credentials, so they go as Basic authorization, as a browser sends them. */
+interface Receiver {
+  url: URL
+  authorization?: string
+}
+
 /** The URL without its user and password, and those as a Basic authorization header. */
-function withoutCredentials(target: URL): { url: URL; authorization?: string } {
+function withoutCredentials(target: URL): Receiver {
   if (target.username === '' && target.password === '') {
     return { url: target }
   }
@@ -251,7 +249,12 @@ function shown(url: URL): string {
 }
 
 /** POSTs one event as a delivery would send it; the line to print, whatever the outcome. */
-async function forward(event: Event, target: URL, secret: string, stop: AbortSignal): Promise<string> {
+async function forward(
+  event: Event,
+  { url, authorization }: Receiver,
+  secret: string,
+  stop: AbortSignal,
+): Promise<string> {
   // A delivery's body: the event's type, time and mode, then its data.
   const body = JSON.stringify({
     type: event.type,
@@ -266,8 +269,6 @@ async function forward(event: Event, target: URL, secret: string, stop: AbortSig
     // As a delivery sends without tracing: a fresh, unsampled W3C trace context.
     traceparent: `00-${randomBytes(16).toString('hex')}-${randomBytes(8).toString('hex')}-00`,
   }
-  // fetch refuses a URL with credentials: they go as Basic authorization, as a browser sends them.
-  const { url, authorization } = withoutCredentials(target)
   const started = performance.now()
   let outcome: string
   try {
