@@ -118,19 +118,34 @@ function backupSqlite(source: string, target: string, secret: string): string {
   if (lstatSync(target, { throwIfNoEntry: false })) {
     throw new Refusal(`${target} exists: a backup never overwrites a file; choose a new name`)
   }
-  // Beside the target, so the rename is atomic; named by the process, so two backups never share it.
-  const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
   try {
-    const contacts = copyDatabase(source, partial)
-    renameSync(partial, target)
-    syncFile(dir)
+    const contacts = writeWhole(target, (partial) => copyDatabase(source, partial))
     return [
       `Backed up ${source} to ${target} (${statSync(target).size} bytes, ${contacts} contacts).`,
       `It needs ${secret}: keep a copy of it with the backup, or the restored database's webhook secrets, sessions and cursors cannot be read.`,
     ].join('\n')
   } catch (error) {
-    rmSync(partial, { force: true })
     throw new Refusal(`cannot back up to ${target}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+}
+
+/**
+ * Writes `target` through a file beside it (so the rename is atomic; named by the process, so two
+ * runs never share it), renamed once `fill` has written it whole: a write cut short leaves nothing
+ * under the target's name. `beforeRename` runs just before the rename.
+ */
+function writeWhole<T>(target: string, fill: (partial: string) => T, beforeRename = () => {}): T {
+  const dir = path.dirname(target)
+  const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
+  try {
+    const result = fill(partial)
+    beforeRename()
+    renameSync(partial, target)
+    syncFile(dir)
+    return result
+  } catch (error) {
+    rmSync(partial, { force: true })
+    throw error
   }
 }
 
@@ -173,18 +188,19 @@ function restoreSqlite(source: string, configured: string, force: boolean, env: 
   if (current !== 'unreadable') {
     refuseWhileOpen(target)
   }
-  const dir = path.dirname(target)
-  const partial = path.join(dir, `.${path.basename(target)}.${process.pid}.partial`)
   let contacts: number
   try {
-    // Through SQLite, not a file copy: a backup still in write-ahead-log mode keeps its last writes there.
-    contacts = copyDatabase(source, partial)
-    // The old database's write-ahead log belongs to the old file: left there, SQLite would replay it.
-    for (const suffix of ['-wal', '-shm']) {
-      rmSync(`${target}${suffix}`, { force: true })
-    }
-    renameSync(partial, target)
-    syncFile(dir)
+    contacts = writeWhole(
+      target,
+      // Through SQLite, not a file copy: a backup still in write-ahead-log mode keeps its last writes there.
+      (partial) => copyDatabase(source, partial),
+      () => {
+        // The old database's write-ahead log belongs to the old file: left there, SQLite would replay it.
+        for (const suffix of ['-wal', '-shm']) {
+          rmSync(`${target}${suffix}`, { force: true })
+        }
+      },
+    )
     if (secret.copy) {
       if (existsSync(secret.copy.to)) {
         renameSync(secret.copy.to, secret.copy.keptAs)
@@ -193,7 +209,6 @@ function restoreSqlite(source: string, configured: string, force: boolean, env: 
       chmodSync(secret.copy.to, 0o600)
     }
   } catch (error) {
-    rmSync(partial, { force: true })
     throw new Refusal(`cannot restore into ${target}: ${error instanceof Error ? error.message : String(error)}`)
   }
   return [`Restored ${source} into ${target} (${contacts} contacts).`, secret.said].join('\n')
