@@ -25,6 +25,8 @@ export interface SeedResult {
   big: { accountId: string; key: string }
   /** One key per small account. */
   smallKeys: string[]
+  /** The small accounts' ids (live mode), in the order of smallKeys. */
+  smallAccountIds: string[]
   /** The id of the big account's contact at plan.deepPosition in creation order (for a deep cursor). */
   deepId: string
   /** Ids of the big account spread over its whole range, for PATCH. */
@@ -263,7 +265,13 @@ export async function seedSqlite(file: string, plan: SeedPlan): Promise<SeedResu
   const picked = await seedAll(handle, big.accountId, small, plan)
   await sql`pragma journal_mode = wal`.execute(handle.db)
   await handle.close()
-  return { big, smallKeys: small.map((s) => s.key), ...picked, seconds: (performance.now() - started) / 1000 }
+  return {
+    big,
+    smallKeys: small.map((s) => s.key),
+    smallAccountIds: small.map((s) => s.id),
+    ...picked,
+    seconds: (performance.now() - started) / 1000,
+  }
 }
 
 /** Seeds a fresh PostgreSQL database (the caller creates and drops it). */
@@ -282,7 +290,13 @@ export async function seedPostgres(url: string, plan: SeedPlan): Promise<SeedRes
       const picked = await seedAll(handle, big.accountId, small, plan)
       // A production database has been vacuumed and analyzed by autovacuum; a fresh bulk load has not.
       await admin.query('vacuum analyze')
-      return { big, smallKeys: small.map((s) => s.key), ...picked, seconds: (performance.now() - started) / 1000 }
+      return {
+        big,
+        smallKeys: small.map((s) => s.key),
+        smallAccountIds: small.map((s) => s.id),
+        ...picked,
+        seconds: (performance.now() - started) / 1000,
+      }
     } finally {
       await handle.close()
     }

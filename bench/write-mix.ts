@@ -11,6 +11,8 @@ import pg from 'pg'
 import { openDatabase } from '../src/db/database.js'
 import { cliCommand, freePort } from '../test/processes.js'
 import { captureStatements } from '../test/statement-capture.js'
+import { describeMachine, type MachineReading, readMachine } from './machine-probe.js'
+import { enableStatementStats, type PostgresRound, watchPostgresRound } from './pg-state.js'
 import { canPin, cpuMsOf, log, parseFlags, pinTo, RESULTS, ROOT, sleep } from './processes.js'
 import { type SeedPlan, seedPostgres, seedSqlite } from './seed.js'
 
@@ -38,6 +40,8 @@ interface Options {
   only: RequestKind | undefined
   /** Profiles of the server under bench/results/profiles/write-mix-<db>/. */
   cpuProf: boolean
+  /** PostgreSQL: commit without waiting for the WAL flush, to tell a commit-bound run (diagnosis only). */
+  asyncCommit: boolean
   pgAdminUrl: string
 }
 
@@ -59,6 +63,7 @@ function parseOptions(argv: string[]): Options {
     'server-root',
     'only',
     'cpu-prof',
+    'async-commit',
   ])
   const number = (name: string, fallback: number, max: number) => {
     const raw = flags.get(name)
@@ -86,6 +91,7 @@ function parseOptions(argv: string[]): Options {
     serverRoot: path.resolve(flags.get('server-root') ?? ROOT),
     only: onlyKind(flags.get('only')),
     cpuProf: flags.has('cpu-prof'),
+    asyncCommit: flags.has('async-commit'),
     pgAdminUrl:
       process.env.BENCH_DATABASE_URL ?? process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres',
   }
@@ -302,6 +308,9 @@ async function seed(db: Db, options: Options): Promise<Seeded> {
     url.pathname = `/${name}`
     databaseUrl = url.toString()
     result = await seedPostgres(databaseUrl, plan)
+    if (options.asyncCommit) {
+      await adminQuery(options.pgAdminUrl, `alter database ${name} set synchronous_commit = off`)
+    }
   }
   log(`  seeded 2 × ${options.contacts.toLocaleString('en-US')} contacts in ${result.seconds.toFixed(1)} s`)
   const keys = [result.big.key, result.smallKeys[0] as string]
@@ -310,13 +319,11 @@ async function seed(db: Db, options: Options): Promise<Seeded> {
       ? { kind: 'sqlite', path: databaseUrl.slice('sqlite:'.length), synchronous: 'NORMAL' }
       : { kind: 'postgres', url: databaseUrl },
   )
-  const accounts = await handle.db.selectFrom('accounts').select('id').orderBy('id').execute()
   const accountIds: string[] = []
   const patchIds: string[][] = []
   const reserveIds: string[][] = []
-  // The big account first, as keys[0].
-  const big = result.big.accountId
-  for (const accountId of [big, ...accounts.map((a) => a.id).filter((id) => id !== big)]) {
+  // In the order of keys; each account's test-mode twin has no contacts and is not used.
+  for (const accountId of [result.big.accountId, result.smallAccountIds[0] as string]) {
     const rows = await handle.db
       .selectFrom('contacts')
       .select('id')
@@ -575,6 +582,19 @@ interface MixResult {
   loadGeneratorCpu: number
   transactionsPerRequest?: number
   backends?: Awaited<ReturnType<ReturnType<typeof sampleBackends>>>
+  postgres?: PostgresRound
+  machine: MachineReading
+}
+
+function logPostgresRound(round: PostgresRound, requests: number): void {
+  log(
+    `           server: WAL ${(round.walBytes / requests).toFixed(0)} B/req (full-page images ${round.walFpi}), checkpoints ${round.checkpoints} (${round.buffersCheckpoint} buffers; ${round.buffersBackend} written by backends), autovacuum ${round.autovacuums}, autoanalyze ${round.autoanalyzes}, dead tuples ${round.deadTuples}`,
+  )
+  for (const statement of round.statements ?? []) {
+    log(
+      `             ${statement.totalMs.toFixed(0).padStart(6)} ms ${String(statement.calls).padStart(7)} calls ${statement.meanUs.toFixed(0).padStart(5)} µs  rows ${statement.rowsPerCall.toFixed(1)}  blocks hit ${statement.blocksHitPerCall.toFixed(1)} read ${statement.blocksReadPerCall.toFixed(2)}  WAL ${statement.walBytesPerCall.toFixed(0)} B  ${statement.query}`,
+    )
+  }
 }
 
 async function runDb(
@@ -584,6 +604,12 @@ async function runDb(
 ): Promise<{ rounds: MixResult[]; statements: Record<string, number> }> {
   log(`${db}: seeding ...`)
   const seeded = await seed(db, options)
+  if (db === 'postgres') {
+    const missing = await enableStatementStats(seeded.databaseUrl)
+    if (missing) {
+      log(`  ${missing}`)
+    }
+  }
   let server: ChildProcess | undefined
   try {
     const statements = await statementsPerWrite(db, seeded, options.serverRoot)
@@ -612,14 +638,18 @@ async function runDb(
     }
     const rounds: MixResult[] = []
     for (let round = 0; round < options.rounds; round++) {
+      const machine = readMachine()
+      log(`  round ${round + 1}: ${describeMachine(machine)}`)
       const serverPids = [server.pid as number]
       const cpuBefore = cpuUsOf(serverPids)
       const dbCpuBefore = cpuUsOf(backends)
       const commitsBefore = db === 'postgres' ? await commitsOf(seeded.databaseUrl) : 0
       const stopSampling = db === 'postgres' ? sampleBackends(seeded.databaseUrl) : undefined
+      const endRound = db === 'postgres' ? await watchPostgresRound(seeded.databaseUrl) : undefined
       const { result, cpuUs: wrkCpu } = await runWrk(options, started.base, script, options.seconds, pin, reserveOffset)
       reserveOffset += result.reserve_deletes
       const sampled = await stopSampling?.()
+      const postgres = await endRound?.()
       const cpu = cpuUsOf(serverPids) - cpuBefore
       const dbCpu = cpuUsOf(backends) - dbCpuBefore
       const commits = db === 'postgres' ? (await commitsOf(seeded.databaseUrl)) - commitsBefore : 0
@@ -642,6 +672,8 @@ async function runDb(
         loadGeneratorCpu: wrkCpu / result.duration_us,
         ...(db === 'postgres' ? { transactionsPerRequest: commits / result.requests } : {}),
         ...(sampled ? { backends: sampled } : {}),
+        ...(postgres ? { postgres } : {}),
+        machine,
       }
       const bad = result.requests - ok
       log(
@@ -651,6 +683,9 @@ async function runDb(
         log(
           `           backends (mean per sample): active ${sampled.active.toFixed(1)}, idle in transaction ${sampled.idleInTransaction.toFixed(1)}, idle ${sampled.idle.toFixed(1)}; waiting: ${JSON.stringify(sampled.waits)}`,
         )
+      }
+      if (postgres) {
+        logPostgresRound(postgres, result.requests)
       }
       rounds.push(mix)
     }
