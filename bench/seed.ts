@@ -207,6 +207,13 @@ async function createAccounts(handle: ReturnType<typeof openDatabase>, plan: See
   return { big: { accountId: big.account.id, key: big.secret }, small }
 }
 
+/** The plan's accounts with their keys and contacts: everything of a SeedResult but its time. */
+async function seedAccounts(handle: DatabaseHandle, plan: SeedPlan): Promise<Omit<SeedResult, 'seconds'>> {
+  const { big, small } = await createAccounts(handle, plan, new Date())
+  const picked = await seedAll(handle, big.accountId, small, plan)
+  return { big, smallKeys: small.map((s) => s.key), smallAccountIds: small.map((s) => s.id), ...picked }
+}
+
 /** Every account's contacts, oldest first: the big account spans the past ~year, small ones the past day. */
 async function seedAll(
   handle: DatabaseHandle,
@@ -267,17 +274,10 @@ export async function seedSqlite(file: string, plan: SeedPlan): Promise<SeedResu
   for (const pragma of ['journal_mode = off', 'synchronous = off', 'cache_size = -200000']) {
     await sql.raw(`pragma ${pragma}`).execute(handle.db)
   }
-  const { big, small } = await createAccounts(handle, plan, new Date())
-  const picked = await seedAll(handle, big.accountId, small, plan)
+  const seeded = await seedAccounts(handle, plan)
   await sql`pragma journal_mode = wal`.execute(handle.db)
   await handle.close()
-  return {
-    big,
-    smallKeys: small.map((s) => s.key),
-    smallAccountIds: small.map((s) => s.id),
-    ...picked,
-    seconds: (performance.now() - started) / 1000,
-  }
+  return { ...seeded, seconds: (performance.now() - started) / 1000 }
 }
 
 /** Seeds a fresh PostgreSQL database (the caller creates and drops it). */
@@ -292,17 +292,10 @@ export async function seedPostgres(url: string, plan: SeedPlan): Promise<SeedRes
     const handle = openDatabase({ kind: 'postgres', url })
     try {
       await migrateToLatest(handle)
-      const { big, small } = await createAccounts(handle, plan, new Date())
-      const picked = await seedAll(handle, big.accountId, small, plan)
+      const seeded = await seedAccounts(handle, plan)
       // A production database has been vacuumed and analyzed by autovacuum; a fresh bulk load has not.
       await admin.query('vacuum analyze')
-      return {
-        big,
-        smallKeys: small.map((s) => s.key),
-        smallAccountIds: small.map((s) => s.id),
-        ...picked,
-        seconds: (performance.now() - started) / 1000,
-      }
+      return { ...seeded, seconds: (performance.now() - started) / 1000 }
     } finally {
       await handle.close()
     }

@@ -204,9 +204,20 @@ export function pendingDelivery(delivery: {
  * Tells the worker that a delivery of the endpoint is due at `at`: only ever moves the endpoint's
  * `due_at` earlier, so it is safe from any transaction (docs/design.md#delivery-queue explains the rule).
  */
+export async function markDue(trx: Db, accountId: string, endpointId: string, at: string): Promise<void> {
+  await trx
+    .updateTable('webhook_endpoints')
+    .set({ due_at: at })
+    .where('account_id', '=', accountId)
+    .where('id', '=', endpointId)
+    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '>', at)]))
+    .execute()
+}
+
 /**
  * markDue for a new delivery, under the endpoint's row lock: false, and nothing changed, when the
  * endpoint is no longer enabled (an UPDATE re-reads a row another transaction changed meanwhile).
+ * Unlike markDue it matches the enabled row whatever its `due_at`, so that it can say so.
  */
 export async function markDueIfEnabled(trx: Db, accountId: string, endpointId: string, at: string): Promise<boolean> {
   const row = await trx
@@ -218,16 +229,6 @@ export async function markDueIfEnabled(trx: Db, accountId: string, endpointId: s
     .returning('id')
     .executeTakeFirst()
   return row !== undefined
-}
-
-export async function markDue(trx: Db, accountId: string, endpointId: string, at: string): Promise<void> {
-  await trx
-    .updateTable('webhook_endpoints')
-    .set({ due_at: at })
-    .where('account_id', '=', accountId)
-    .where('id', '=', endpointId)
-    .where((eb) => eb.or([eb('due_at', 'is', null), eb('due_at', '>', at)]))
-    .execute()
 }
 
 /** Deliveries created before `now` minus the retention, in batches (db/retention.ts). */

@@ -11,7 +11,7 @@ import { startReceiver, type WebhookReceiver } from '../../test/webhook-receiver
 import { startTestWorker, until } from '../../test/webhook-worker.js'
 import { testTenant } from '../accounts/tenant.js'
 import { manualClock } from '../lib/clock.js'
-import { purgeExpiredDeliveries } from './deliveries.store.js'
+import { markDueIfEnabled, purgeExpiredDeliveries } from './deliveries.store.js'
 import { recordAttempt } from './delivery-attempts.js'
 import { type ClaimedDelivery, claimDeliveries } from './delivery-claim.js'
 import { dispatchEvents } from './delivery-dispatch.js'
@@ -312,6 +312,24 @@ describe.each(testDialects())('webhook delivery on %s', (dialect) => {
       .executeTakeFirst()
     expect(stored).toMatchObject({ status: 'disabled', disabled_reason: 'gone' })
     expect(receiver.received).toHaveLength(1)
+  })
+
+  it("the fan-out's mark: an endpoint disabled since it was read is left as it is, and said", async () => {
+    // dispatchEvents fails a new delivery's row when this says no (delivery-dispatch.ts).
+    const { endpoint } = await addEndpoint(acme)
+    const dueAt = (id: string) =>
+      t.db.selectFrom('webhook_endpoints').select('due_at').where('id', '=', id).executeTakeFirstOrThrow()
+    const later = new Date(clock.now().getTime() + 60_000).toISOString()
+    const sooner = clock.now().toISOString()
+    const mark = (at: string) => t.db.transaction().execute((trx) => markDueIfEnabled(trx, acme.id, endpoint.id, at))
+    expect(await mark(later)).toBe(true)
+    expect(await dueAt(endpoint.id)).toEqual({ due_at: later })
+    // Only ever earlier, and still "enabled" when it moves nothing.
+    expect(await mark(new Date(clock.now().getTime() + 120_000).toISOString())).toBe(true)
+    expect(await dueAt(endpoint.id)).toEqual({ due_at: later })
+    await t.db.updateTable('webhook_endpoints').set({ status: 'disabled' }).where('id', '=', endpoint.id).execute()
+    expect(await mark(sooner)).toBe(false)
+    expect(await dueAt(endpoint.id)).toEqual({ due_at: later })
   })
 
   it('only 5 days of failures disable an endpoint (failing); a success in between starts the count again', async () => {
