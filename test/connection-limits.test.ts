@@ -4,8 +4,12 @@
 // document (no key needed) is the same bytes every time, with an ETag. Before, 80 connections
 // pipelining 250 requests each for the document, never reading, grew the process by 3.3 GB.
 import { type AddressInfo, connect } from 'node:net'
+import { sql } from 'kysely'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { CACHE_TTL_PUSHED_MS } from '../src/api-keys/key-verifier.js'
 import { MAX_UNANSWERED_PER_CONNECTION } from '../src/http/connection-limits.js'
+import { manualClock } from '../src/lib/clock.js'
+import { testDialects } from './dialects.js'
 import { createTestHarness, type TestAccount, type TestHarness } from './harness.js'
 
 describe('connection limits', () => {
@@ -113,5 +117,46 @@ describe('connection limits', () => {
       headers: { authorization: `Bearer ${acme.key}` },
     })
     expect(after.status).toBe(200)
+  })
+})
+
+describe.each(testDialects())('an account slot on %s', (dialect) => {
+  it('is given back when the client leaves while its key is being looked up', async () => {
+    const clock = manualClock(new Date())
+    const t = await createTestHarness({ dialect, clock, env: { MAX_CONCURRENT_REQUESTS_PER_ACCOUNT: '2' } })
+    try {
+      const acme = await t.createAccount()
+      await t.app.listen({ port: 0, host: '127.0.0.1' })
+      const { port } = t.app.server.address() as AddressInfo
+      const wait = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+      // The key is not cached, and its lookup waits behind a transaction holding the key table
+      // (SQLite's and PGlite's one connection; PostgreSQL's lock) while three clients send GET /me
+      // and leave. Each response closed before its request took the account's place, which was then
+      // never given back: two such were enough to lock the account out of this process.
+      clock.advance(CACHE_TTL_PUSHED_MS)
+      await t.db.transaction().execute(async (trx) => {
+        if (dialect !== 'sqlite') {
+          await sql`lock table api_keys in access exclusive mode`.execute(trx)
+        }
+        const sockets = [0, 1, 2].map(() => {
+          const socket = connect(port, '127.0.0.1', () =>
+            socket.write(`GET /api/v1/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${acme.key}\r\n\r\n`),
+          )
+          return socket
+        })
+        await wait(300)
+        for (const socket of sockets) {
+          socket.destroy()
+        }
+        await wait(100)
+      })
+      await wait(100)
+      const after = await fetch(`http://127.0.0.1:${port}/api/v1/me`, {
+        headers: { authorization: `Bearer ${acme.key}` },
+      })
+      expect(after.status).toBe(200)
+    } finally {
+      await t.close()
+    }
   })
 })

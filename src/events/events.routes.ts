@@ -9,6 +9,7 @@ import { authOf, releaseConcurrencySlot } from '../http/auth.js'
 import { AppError } from '../http/errors.js'
 import { apiProblems, jsonResponse, ListEnvelope } from '../http/openapi-responses.js'
 import { sendPage } from '../http/pagination.js'
+import { onResponseClosed } from '../http/response-closed.js'
 import { IdParams, NoQuery } from '../http/schemas.js'
 import { sendAnswer } from '../idempotency/idempotency.js'
 import { EventSchema, ListEventsQuery } from './events.js'
@@ -64,9 +65,10 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
         })
       }
       const accountId = authOf(request).tenant.id
-      // The client going away ends the wait (nothing is left waiting for no one), and so does a shutdown.
+      // The client going away ends the wait (nothing is left waiting for no one), even one that left
+      // while its key was being looked up; and so does a shutdown.
       const gone = new AbortController()
-      reply.raw.once('close', () => gone.abort())
+      onResponseClosed(reply.raw, () => gone.abort())
       const ended = AbortSignal.any([gone.signal, closing.signal])
       return sendPage(
         reply,

@@ -4,6 +4,7 @@
 import type { Socket } from 'node:net'
 import type { FastifyInstance, FastifyReply } from 'fastify'
 import { AppError } from './errors.js'
+import { onResponseClosed } from './response-closed.js'
 
 /**
  * Requests a connection may have waiting for their responses. Common clients send one at a time; one
@@ -27,7 +28,7 @@ export function limitPipelining(app: FastifyInstance, max = MAX_UNANSWERED_PER_C
     }
     unanswered.set(socket, count)
     // 'close' comes once the response is handed to the OS, or once the connection is gone.
-    reply.raw.once('close', () => unanswered.set(socket, (unanswered.get(socket) ?? 1) - 1))
+    onResponseClosed(reply.raw, () => unanswered.set(socket, (unanswered.get(socket) ?? 1) - 1))
     done()
   })
 }
@@ -67,7 +68,8 @@ export function accountConcurrency(max: number): (accountId: string, reply: Fast
         inProgress.set(accountId, left)
       }
     }
-    reply.raw.once('close', release)
+    // A client that left while its key was being looked up has already closed the response.
+    onResponseClosed(reply.raw, release)
     return release
   }
 }
