@@ -80,8 +80,13 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
           const deadline = performance.now() + wait * 1000
           let notified = false
           let leave: (() => void) | undefined
+          // A commit signalled while the feed is being read is answered at once, not at the re-check.
+          let seen = 0
           try {
             for (let read = true; ; ) {
+              if (read) {
+                seen = deps.feedSignal.mark()
+              }
               const rows = read
                 ? await listEventRows(deps.database.db, accountId, { ...filters, ...position, afterId })
                 : []
@@ -93,7 +98,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
               leave ??= startWaiting(request, accountId)
               // Notified but not served yet (PostgreSQL serves an event once older transactions end): soon again.
               const pause = notified ? Math.min(left, NOTIFIED_RECHECK_MS) : Math.min(left, RECHECK_MS)
-              notified = await deps.feedSignal.next(accountId, pause, ended)
+              notified = await deps.feedSignal.next(accountId, pause, ended, seen)
               // What no signal announced, the tenant's shared probe finds: the feed is read only then.
               read = notified || (await deps.feedProbe.hasPast(accountId, afterId))
             }

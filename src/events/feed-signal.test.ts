@@ -17,6 +17,23 @@ describe('feed signal', () => {
     expect(await signal.next('acct_a', 10, never)).toBe(false)
   })
 
+  it("answers at once for the tenant's notification since a mark (it came while the feed was read)", async () => {
+    const signal = createFeedSignal()
+    const never = new AbortController().signal
+    signal.notify('acct_a')
+    const seen = signal.mark()
+    // Before the mark: the read saw it, the wait goes on.
+    expect(await signal.next('acct_a', 10, never, seen)).toBe(false)
+    signal.notify('acct_b')
+    expect(await signal.next('acct_a', 10, never, seen)).toBe(false)
+    signal.notify('acct_a')
+    const started = performance.now()
+    expect(await signal.next('acct_a', 5000, never, seen)).toBe(true)
+    expect(performance.now() - started).toBeLessThan(1000)
+    // A new mark after that notification waits again.
+    expect(await signal.next('acct_a', 10, never, signal.mark())).toBe(false)
+  })
+
   it('ends a wait when its request goes away, at once', async () => {
     const signal = createFeedSignal()
     const gone = new AbortController()

@@ -18,15 +18,33 @@ export interface FeedSignal {
   /** Counts a long poll of the tenant as waiting until the returned leave(); undefined past the cap. */
   enterWait(tenantId: string): (() => void) | undefined
   /**
-   * Resolves true when the tenant is notified, false after `ms` or once `signal` aborts, whichever
-   * comes first. Holds nothing but a timer and a listener meanwhile: no database connection.
+   * Where the tenant's notifications stand, taken before a read of the feed: a notification that
+   * comes while the read is out wakes no one, and next() given this mark answers it at once.
    */
-  next(tenantId: string, ms: number, signal: AbortSignal): Promise<boolean>
+  mark(): number
+  /**
+   * Resolves true when the tenant is notified (or was since `since`, a mark), false after `ms` or once
+   * `signal` aborts, whichever comes first. Holds nothing but a timer and a listener meanwhile: no
+   * database connection.
+   */
+  next(tenantId: string, ms: number, signal: AbortSignal, since?: number): Promise<boolean>
 }
+
+/**
+ * A tenant's last notification is remembered for one to two of these: a read of the feed is shorter.
+ * One longer misses the instant answer, and the poll's re-check finds the event instead.
+ */
+const REMEMBERED_MS = RECHECK_MS
 
 export function createFeedSignal(): FeedSignal {
   const waiting = new Map<string, Set<(notified: boolean) => void>>()
   const polls = new Map<string, number>()
+  // Each tenant's last notification's number, in two generations: the older is dropped at each turn.
+  let sent = 0
+  let recent = new Map<string, number>()
+  let older = new Map<string, number>()
+  let turnedAt = performance.now()
+  const notifiedSince = (tenantId: string, since: number) => (recent.get(tenantId) ?? older.get(tenantId) ?? 0) > since
   return {
     enterWait(tenantId) {
       const count = (polls.get(tenantId) ?? 0) + 1
@@ -48,6 +66,14 @@ export function createFeedSignal(): FeedSignal {
       }
     },
     notify(tenantId) {
+      const now = performance.now()
+      if (now - turnedAt >= REMEMBERED_MS) {
+        older = recent
+        recent = new Map()
+        turnedAt = now
+      }
+      sent += 1
+      recent.set(tenantId, sent)
       const wakers = waiting.get(tenantId)
       if (wakers !== undefined) {
         waiting.delete(tenantId)
@@ -56,10 +82,17 @@ export function createFeedSignal(): FeedSignal {
         }
       }
     },
-    next(tenantId, ms, signal) {
+    mark() {
+      return sent
+    },
+    next(tenantId, ms, signal, since) {
       return new Promise((resolve) => {
         if (signal.aborted) {
           resolve(false)
+          return
+        }
+        if (since !== undefined && notifiedSince(tenantId, since)) {
+          resolve(true)
           return
         }
         const wake = (notified: boolean) => {
