@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The PostgreSQL leg once more, through a transaction-mode PgBouncer this script starts itself
-# (issue 14, DESIGN §13): the suite's PostgreSQL tests with DATABASE_POOLER=transaction, then a short
+# (README, "Behind a connection pooler"): the suite's PostgreSQL files with DATABASE_POOLER=transaction, then a short
 # concurrent load (mixed GET/POST, 32 connections) that must get no error and no non-2xx answer.
 # Runs on its own (`bash .ci/pgbouncer-leg.sh [vitest file filters…]`) or from .ci/run; uses
 # TEST_DATABASE_URL when set (the server, reached directly), else a throwaway database of its own.
@@ -90,14 +90,24 @@ export TEST_POOLER_URL="postgres://$pg_user@127.0.0.1:$port/$pg_db"
 echo "PgBouncer on 127.0.0.1:$port (pool_mode=transaction, default_pool_size=3) in front of $pg_host:$pg_port/$pg_db"
 
 echo "== test: the PostgreSQL leg through PgBouncer"
-# The browser suite and the SQLite crash test do not touch PostgreSQL; the guides' examples, backups,
-# tracing and the SDK's own suite run on SQLite or test no query of their own through the pooler; the
-# rolling upgrade's migrations are the pooler-tested migrations' (test/migrations.test.ts).
-# PGBOUNCER_LEG_TESTS=0: load only.
+# The files that run on PostgreSQL (per dialect through testDialects(), or on a schema of the server),
+# with the kill -9 rounds, less what only reads through the same stores again: the web pages, the
+# OpenAPI samples and the model-based run; the Citus files check SQL text. The rest of the suite
+# (SQLite, processes, the CLI) ran in the main leg and meets no pooler. Vitest file filters given as
+# arguments replace the list. PGBOUNCER_LEG_TESTS=0: load only.
 if [ "${PGBOUNCER_LEG_TESTS:-1}" != 0 ]; then
-  TEST_DIALECTS=postgres npx vitest run --exclude 'test/e2e/**' --exclude test/crash.sqlite.test.ts \
-    --exclude 'test/docs-*.test.ts' --exclude test/cli-backup.test.ts --exclude test/tracing.test.ts \
-    --exclude test/rolling-upgrade.test.ts --exclude 'packages/client/test/**' "$@"
+  if [ "$#" -gt 0 ]; then
+    files=("$@")
+  else
+    mapfile -t files < <(
+      { grep -rlE "testDialects\(\)|TEST_DATABASE_URL|createThrowawaySchema" src test packages --include='*.test.ts'
+        ls test/crash.postgres.test.ts; } |
+        grep -vE '^src/web/|^src/http/openapi-samples|^test/property|^test/citus-|^test/docs-|^test/e2e/' | sort -u
+    )
+  fi
+  echo "${#files[@]} test files"
+  # Five kill -9 rounds here: the main leg ran the checklist's twenty on the server itself.
+  CRASH_ROUNDS=5 TEST_DIALECTS=postgres npx vitest run "${files[@]}"
 fi
 
 echo "== load through PgBouncer: 32 connections, mixed GET/POST, zero errors"
