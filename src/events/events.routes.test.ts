@@ -1,5 +1,6 @@
 // GET /events in feed order, GET /events/{id} and the retention purge, on every dialect. The
 // concurrent proof of the order is test/events-feed-order.test.ts (PostgreSQL server).
+import { sql } from 'kysely'
 import { afterEach, beforeEach, describe, expect, it } from 'vitest'
 import { testDialects } from '../../test/dialects.js'
 import { createTestHarness, TEST_SECRET, type TestAccount, type TestHarness } from '../../test/harness.js'
@@ -157,6 +158,30 @@ describe.each(testDialects())('events on %s', (dialect) => {
     await createContact(t, acme, { first_name: 'Signalled' })
     expect(await woken).toBe(true)
   })
+
+  it.runIf(dialect === 'postgres')(
+    'a signalled event held back by an older transaction answers the poll soon after that transaction ends',
+    async () => {
+      const start = await list(acme, '?from=now')
+      const cursor = encodeURIComponent(start.next_cursor ?? '')
+      let ended = 0
+      let made: { id: string } | undefined
+      const polled = list(acme, `?after=${cursor}&wait=20`).then((page) => ({ page, at: performance.now() }))
+      // A transaction with an id, older than the event's: the feed serves the event only once it ends
+      // (src/events/feed-position.ts). Before, the poll woken by the commit read nothing, then waited
+      // for its re-check and the probe: about a second after the transaction's end.
+      await t.db.transaction().execute(async (trx) => {
+        await sql`select pg_current_xact_id()`.execute(trx)
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        made = await createContact(t, acme, { first_name: 'Held back' })
+        await new Promise((resolve) => setTimeout(resolve, 200))
+        ended = performance.now()
+      })
+      const { page, at } = await polled
+      expect(page.events.map((e) => e.data.object.id)).toEqual([made?.id])
+      expect(at - ended).toBeLessThan(500)
+    },
+  )
 
   it('a long poll holds no database connection while it waits: more polls than the pool, and others are served', async () => {
     const start = await list(acme, '?from=now')

@@ -78,7 +78,10 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
         async (position) => {
           const afterId = position.afterId ?? (from === 'now' ? await feedEnd(deps.database.db) : undefined)
           const deadline = performance.now() + wait * 1000
-          let notified = false
+          // When the last signal came whose event the feed did not serve yet (PostgreSQL serves an event
+          // once every older transaction has ended): for RECHECK_MS after it the feed is read again
+          // soon, not only when the probe, which may have looked before that commit, says so.
+          let unservedSince = Number.NEGATIVE_INFINITY
           let leave: (() => void) | undefined
           // A commit signalled while the feed is being read is answered at once, not at the re-check.
           let seen = 0
@@ -96,11 +99,18 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
                 return { rows, scannedTo: rows.at(-1)?.position ?? afterId ?? FEED_START }
               }
               leave ??= startWaiting(request, accountId)
-              // Notified but not served yet (PostgreSQL serves an event once older transactions end): soon again.
-              const pause = notified ? Math.min(left, NOTIFIED_RECHECK_MS) : Math.min(left, RECHECK_MS)
-              notified = await deps.feedSignal.next(accountId, pause, ended, seen)
+              const soon = performance.now() - unservedSince < RECHECK_MS
+              const woken = await deps.feedSignal.next(
+                accountId,
+                Math.min(left, soon ? NOTIFIED_RECHECK_MS : RECHECK_MS),
+                ended,
+                seen,
+              )
+              if (woken) {
+                unservedSince = performance.now()
+              }
               // What no signal announced, the tenant's shared probe finds: the feed is read only then.
-              read = notified || (await deps.feedProbe.hasPast(accountId, afterId))
+              read = woken || soon || (await deps.feedProbe.hasPast(accountId, afterId))
             }
           } finally {
             leave?.()

@@ -6,7 +6,7 @@
 /** A long poll reads the feed again at least this often: the wait for what no signal announces. */
 export const RECHECK_MS = 1000
 
-/** After a signal whose event the feed did not serve yet, the next read comes this much sooner. */
+/** After a signal whose event the feed did not serve yet, the feed is read this often (for RECHECK_MS). */
 export const NOTIFIED_RECHECK_MS = 50
 
 /** Long polls of one tenant waiting in one process at most; past it, 429 (docs/pagination.md). */
