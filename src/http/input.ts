@@ -6,32 +6,36 @@ import { AppError } from './errors.js'
 export const BODY_LIMIT = 1024 * 1024
 
 export function installInputRules(app: FastifyInstance): void {
-  app.addHook('onRequest', async (request) => {
+  // Not async: it runs on every request.
+  app.addHook('onRequest', (request, _reply, done) => {
     // Query strings and paths: %00 decodes to U+0000.
     if (/%00/i.test(request.url)) {
-      throw new AppError('invalid_parameter', 'The URL must not contain the character U+0000 (%00).')
+      done(new AppError('invalid_parameter', 'The URL must not contain the character U+0000 (%00).'))
+      return
     }
     // The query parser would keep a bad escape (`%zz`, a cut or surrogate UTF-8 sequence) as literal
     // text; a badly encoded path is already a 400, so is a badly encoded query.
     const query = request.url.indexOf('?')
     if (query !== -1 && !isPercentEncodedUtf8(request.url.slice(query + 1))) {
-      throw new AppError('invalid_request', 'The query string is not valid percent-encoded UTF-8.')
+      done(new AppError('invalid_request', 'The query string is not valid percent-encoded UTF-8.'))
+      return
     }
+    done()
   })
 
   // No parser decodes a compressed body, which would be read as a broken one: 415 with
   // Accept-Encoding, as RFC 9110 says, before any parser so every route refuses it alike.
-  app.addHook('preParsing', async (request) => {
+  app.addHook('preParsing', (request, _reply, payload, done) => {
     const encoding = request.headers['content-encoding']
     if (encoding !== undefined && !/^\s*identity\s*$/i.test(encoding)) {
-      throw new AppError(
-        'unsupported_media_type',
-        'Send the request body uncompressed: no Content-Encoding is accepted.',
-        {
+      done(
+        new AppError('unsupported_media_type', 'Send the request body uncompressed: no Content-Encoding is accepted.', {
           headers: { 'accept-encoding': 'identity' },
-        },
+        }),
       )
+      return
     }
+    done(null, payload)
   })
 
   const parseJson = app.getDefaultJsonParser('error', 'error')

@@ -93,9 +93,9 @@ export function installIdempotency(
   { answerKey, keysPerAccount }: IdempotencyOptions,
 ): void {
   const trim = trimmer(db, keysPerAccount)
-  scope.addHook('preHandler', async (request, reply) => {
+  const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const header = request.headers['idempotency-key']
-    if (request.method !== 'POST' || header === undefined) {
+    if (header === undefined) {
       return
     }
     const key = Array.isArray(header) ? '' : header
@@ -174,9 +174,9 @@ export function installIdempotency(
     throw new AppError('idempotency_key_in_use', 'This Idempotency-Key is contended; retry shortly.', {
       headers: { 'retry-after': '1' },
     })
-  })
+  }
 
-  scope.addHook('onSend', async (request, reply, payload) => {
+  const storeAnswerOf = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const ownedKey = owned.get(request)
     if (!ownedKey) {
       return payload
@@ -202,6 +202,14 @@ export function installIdempotency(
       location: typeof location === 'string' ? location : null,
     })
     return payload
+  }
+  // On the POST routes only, ahead of the route's own hooks (as the scope's hooks ran): the other
+  // methods have no Idempotency-Key, and a hook that returns at once still costs their requests.
+  scope.addHook('onRoute', (route) => {
+    if ([route.method].flat().includes('POST')) {
+      route.preHandler = [claimKey, route.preHandler ?? []].flat()
+      route.onSend = [storeAnswerOf, route.onSend ?? []].flat()
+    }
   })
 }
 
