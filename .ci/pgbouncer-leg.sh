@@ -91,10 +91,12 @@ echo "PgBouncer on 127.0.0.1:$port (pool_mode=transaction, default_pool_size=3) 
 
 echo "== test: the PostgreSQL leg through PgBouncer"
 # The files that run on PostgreSQL (per dialect through testDialects(), or on a schema of the server),
-# with the kill -9 rounds, less what only reads through the same stores again: the web pages, the
-# OpenAPI samples and the model-based run; the Citus files check SQL text. The rest of the suite
-# (SQLite, processes, the CLI) ran in the main leg and meets no pooler. Vitest file filters given as
-# arguments replace the list. PGBOUNCER_LEG_TESTS=0: load only.
+# with the kill -9 rounds, less what only reads through the same stores again (the web pages, the
+# OpenAPI samples, the SDK's session, the model-based run, the HTTP conventions and connection
+# limits) and the rolling upgrade, whose migrations are the pooler-tested migrations'; the Citus
+# files check SQL text. The rest of the suite (SQLite, processes, the CLI) ran in the main leg and
+# meets no pooler. Vitest file filters given as arguments replace the list. PGBOUNCER_LEG_TESTS=0:
+# load only.
 if [ "${PGBOUNCER_LEG_TESTS:-1}" != 0 ]; then
   if [ "$#" -gt 0 ]; then
     files=("$@")
@@ -102,7 +104,8 @@ if [ "${PGBOUNCER_LEG_TESTS:-1}" != 0 ]; then
     mapfile -t files < <(
       { grep -rlE "testDialects\(\)|TEST_DATABASE_URL|createThrowawaySchema" src test packages --include='*.test.ts'
         ls test/crash.postgres.test.ts; } |
-        grep -vE '^src/web/|^src/http/openapi-samples|^test/property|^test/citus-|^test/docs-|^test/e2e/' | sort -u
+        grep -vE '^src/web/|^src/http/openapi-samples|^packages/|^test/(property|citus-|docs-|e2e/|rolling-upgrade|http-conventions|connection-limits)' |
+        sort -u
     )
   fi
   echo "${#files[@]} test files"
