@@ -79,16 +79,17 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
           const afterId = position.afterId ?? (from === 'now' ? await feedEnd(deps.database.db) : undefined)
           const deadline = performance.now() + wait * 1000
           // When the last signal came whose event the feed did not serve yet (PostgreSQL serves an event
-          // once every older transaction has ended): for RECHECK_MS after it the feed is read again
-          // soon, not only when the probe, which may have looked before that commit, says so.
+          // once every older transaction has ended): for RECHECK_MS after it the feed is read again,
+          // each read half the time since the signal after the one before (at least 50 ms), not only
+          // when the probe, which may have looked before that commit, says so. The growing pause keeps
+          // a held-back event to about ten reads per waiting poll, and its answer within half its wait.
           let unservedSince = Number.NEGATIVE_INFINITY
           let leave: (() => void) | undefined
-          // A commit signalled while the feed is being read is answered at once, not at the re-check.
-          let seen = 0
+          const signals = deps.feedSignal.watch(accountId)
           try {
             for (let read = true; ; ) {
               if (read) {
-                seen = deps.feedSignal.mark()
+                signals.reading()
               }
               const rows = read
                 ? await listEventRows(deps.database.db, accountId, { ...filters, ...position, afterId })
@@ -99,13 +100,10 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
                 return { rows, scannedTo: rows.at(-1)?.position ?? afterId ?? FEED_START }
               }
               leave ??= startWaiting(request, accountId)
-              const soon = performance.now() - unservedSince < RECHECK_MS
-              const woken = await deps.feedSignal.next(
-                accountId,
-                Math.min(left, soon ? NOTIFIED_RECHECK_MS : RECHECK_MS),
-                ended,
-                seen,
-              )
+              const sinceSignal = performance.now() - unservedSince
+              const soon = sinceSignal < RECHECK_MS
+              const pause = soon ? Math.max(NOTIFIED_RECHECK_MS, sinceSignal / 2) : RECHECK_MS
+              const woken = await signals.next(Math.min(left, pause), ended)
               if (woken) {
                 unservedSince = performance.now()
               }
@@ -113,6 +111,7 @@ export const eventsRoutes: FastifyPluginAsyncTypebox<{ deps: Deps }> = async (ap
               read = woken || soon || (await deps.feedProbe.hasPast(accountId, afterId))
             }
           } finally {
+            signals.close()
             leave?.()
           }
         },

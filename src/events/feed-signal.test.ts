@@ -17,21 +17,29 @@ describe('feed signal', () => {
     expect(await signal.next('acct_a', 10, never)).toBe(false)
   })
 
-  it("answers at once for the tenant's notification since a mark (it came while the feed was read)", async () => {
+  it('keeps a signal that came while the feed was read for the next wait of that watch', async () => {
     const signal = createFeedSignal()
     const never = new AbortController().signal
+    const watch = signal.watch('acct_a')
     signal.notify('acct_a')
-    const seen = signal.mark()
-    // Before the mark: the read saw it, the wait goes on.
-    expect(await signal.next('acct_a', 10, never, seen)).toBe(false)
+    watch.reading()
+    // Before the read began: the read saw it, the wait goes on.
+    expect(await watch.next(10, never)).toBe(false)
     signal.notify('acct_b')
-    expect(await signal.next('acct_a', 10, never, seen)).toBe(false)
+    expect(await watch.next(10, never)).toBe(false)
     signal.notify('acct_a')
     const started = performance.now()
-    expect(await signal.next('acct_a', 5000, never, seen)).toBe(true)
+    expect(await watch.next(5000, never)).toBe(true)
     expect(performance.now() - started).toBeLessThan(1000)
-    // A new mark after that notification waits again.
-    expect(await signal.next('acct_a', 10, never, signal.mark())).toBe(false)
+    // A new read takes it in: the next wait waits again.
+    watch.reading()
+    expect(await watch.next(10, never)).toBe(false)
+    // Closed: its wait ends, and a signal finds no one.
+    const closing = watch.next(60_000, never)
+    watch.close()
+    expect(await closing).toBe(false)
+    signal.notify('acct_a')
+    expect(await watch.next(10, never)).toBe(false)
   })
 
   it('ends a wait when its request goes away, at once', async () => {

@@ -6,7 +6,10 @@
 /** A long poll reads the feed again at least this often: the wait for what no signal announces. */
 export const RECHECK_MS = 1000
 
-/** After a signal whose event the feed did not serve yet, the feed is read this often (for RECHECK_MS). */
+/**
+ * After a signal whose event the feed did not serve yet, the feed is read again at least this much
+ * later, and at most half the time since the signal later (src/events/events.routes.ts).
+ */
 export const NOTIFIED_RECHECK_MS = 50
 
 /** Long polls of one tenant waiting in one process at most; past it, 429 (docs/pagination.md). */
@@ -18,33 +21,74 @@ export interface FeedSignal {
   /** Counts a long poll of the tenant as waiting until the returned leave(); undefined past the cap. */
   enterWait(tenantId: string): (() => void) | undefined
   /**
-   * Where the tenant's notifications stand, taken before a read of the feed: a notification that
-   * comes while the read is out wakes no one, and next() given this mark answers it at once.
+   * A long poll's hold on its tenant's signals, from before its first read of the feed until it
+   * answers (close()): a signal that comes while it reads is kept for its next wait.
    */
-  mark(): number
-  /**
-   * Resolves true when the tenant is notified (or was since `since`, a mark), false after `ms` or once
-   * `signal` aborts, whichever comes first. Holds nothing but a timer and a listener meanwhile: no
-   * database connection.
-   */
-  next(tenantId: string, ms: number, signal: AbortSignal, since?: number): Promise<boolean>
+  watch(tenantId: string): FeedWatch
+  /** One wait of a watch made for it: true when the tenant is signalled meanwhile (see FeedWatch.next). */
+  next(tenantId: string, ms: number, signal: AbortSignal): Promise<boolean>
 }
 
-/**
- * A tenant's last notification is remembered for one to two of these: a read of the feed is shorter.
- * One longer misses the instant answer, and the poll's re-check finds the event instead.
- */
-const REMEMBERED_MS = RECHECK_MS
+export interface FeedWatch {
+  /** A read of the feed begins: what was signalled before it, the read sees. */
+  reading(): void
+  /**
+   * Resolves true when the tenant was signalled since the last reading() (at once) or is meanwhile,
+   * false after `ms` or once `signal` aborts, whichever comes first. Holds nothing but a timer and a
+   * listener meanwhile: no database connection.
+   */
+  next(ms: number, signal: AbortSignal): Promise<boolean>
+  close(): void
+}
+
+interface Watcher {
+  signalled: boolean
+  wake: ((signalled: boolean) => void) | undefined
+}
 
 export function createFeedSignal(): FeedSignal {
-  const waiting = new Map<string, Set<(notified: boolean) => void>>()
+  const watchers = new Map<string, Set<Watcher>>()
   const polls = new Map<string, number>()
-  // Each tenant's last notification's number, in two generations: the older is dropped at each turn.
-  let sent = 0
-  let recent = new Map<string, number>()
-  let older = new Map<string, number>()
-  let turnedAt = performance.now()
-  const notifiedSince = (tenantId: string, since: number) => (recent.get(tenantId) ?? older.get(tenantId) ?? 0) > since
+  const watch = (tenantId: string): FeedWatch => {
+    const watcher: Watcher = { signalled: false, wake: undefined }
+    let mine = watchers.get(tenantId)
+    if (mine === undefined) {
+      mine = new Set()
+      watchers.set(tenantId, mine)
+    }
+    mine.add(watcher)
+    return {
+      reading() {
+        watcher.signalled = false
+      },
+      next(ms, signal) {
+        return new Promise((resolve) => {
+          if (signal.aborted || watcher.signalled) {
+            resolve(!signal.aborted)
+            return
+          }
+          const wake = (signalled: boolean) => {
+            clearTimeout(timer)
+            signal.removeEventListener('abort', onAbort)
+            watcher.wake = undefined
+            resolve(signalled)
+          }
+          const onAbort = () => wake(false)
+          const timer = setTimeout(() => wake(false), ms)
+          signal.addEventListener('abort', onAbort, { once: true })
+          watcher.wake = wake
+        })
+      },
+      close() {
+        watcher.wake?.(false)
+        const set = watchers.get(tenantId)
+        set?.delete(watcher)
+        if (set?.size === 0) {
+          watchers.delete(tenantId)
+        }
+      },
+    }
+  }
   return {
     enterWait(tenantId) {
       const count = (polls.get(tenantId) ?? 0) + 1
@@ -66,54 +110,15 @@ export function createFeedSignal(): FeedSignal {
       }
     },
     notify(tenantId) {
-      const now = performance.now()
-      if (now - turnedAt >= REMEMBERED_MS) {
-        older = recent
-        recent = new Map()
-        turnedAt = now
-      }
-      sent += 1
-      recent.set(tenantId, sent)
-      const wakers = waiting.get(tenantId)
-      if (wakers !== undefined) {
-        waiting.delete(tenantId)
-        for (const wake of wakers) {
-          wake(true)
-        }
+      for (const watcher of watchers.get(tenantId) ?? []) {
+        watcher.signalled = true
+        watcher.wake?.(true)
       }
     },
-    mark() {
-      return sent
-    },
-    next(tenantId, ms, signal, since) {
-      return new Promise((resolve) => {
-        if (signal.aborted) {
-          resolve(false)
-          return
-        }
-        if (since !== undefined && notifiedSince(tenantId, since)) {
-          resolve(true)
-          return
-        }
-        const wake = (notified: boolean) => {
-          clearTimeout(timer)
-          signal.removeEventListener('abort', onAbort)
-          waiting.get(tenantId)?.delete(wake)
-          if (waiting.get(tenantId)?.size === 0) {
-            waiting.delete(tenantId)
-          }
-          resolve(notified)
-        }
-        const onAbort = () => wake(false)
-        const timer = setTimeout(() => wake(false), ms)
-        signal.addEventListener('abort', onAbort, { once: true })
-        let wakers = waiting.get(tenantId)
-        if (wakers === undefined) {
-          wakers = new Set()
-          waiting.set(tenantId, wakers)
-        }
-        wakers.add(wake)
-      })
+    watch,
+    next(tenantId, ms, signal) {
+      const once = watch(tenantId)
+      return once.next(ms, signal).finally(() => once.close())
     },
   }
 }
