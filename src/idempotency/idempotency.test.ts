@@ -115,7 +115,43 @@ describe.each(testDialects())('Idempotency-Key on %s', (dialect) => {
 
   it('is ignored on other methods and without the header', async () => {
     expect((await post(undefined, { first_name: 'No key' })).statusCode).toBe(201)
-    expect((await post(undefined, { first_name: 'No key' })).statusCode).toBe(201)
+    const made = await post(undefined, { first_name: 'No key' })
+    expect(made.statusCode).toBe(201)
+    const id = (made.json() as { id: string }).id
+    // Other methods: neither checked (a malformed key is no 400) nor claimed (no replay, no key kept).
+    const patch = (key: string, first_name: string) =>
+      t.inject(acme, {
+        method: 'PATCH',
+        url: `/api/v1/contacts/${id}`,
+        payload: { first_name },
+        headers: { 'idempotency-key': key },
+      })
+    expect((await patch('has space', 'One')).statusCode).toBe(200)
+    expect((await patch('patch-1', 'Two')).json()).toMatchObject({ first_name: 'Two' })
+    const again = await patch('patch-1', 'Three')
+    expect(again.headers['idempotent-replayed']).toBeUndefined()
+    expect(again.json()).toMatchObject({ first_name: 'Three' })
+    const read = await t.inject(acme, {
+      method: 'GET',
+      url: `/api/v1/contacts/${id}`,
+      headers: { 'idempotency-key': '' },
+    })
+    expect(read.statusCode).toBe(200)
+    expect(await t.db.selectFrom('idempotency_keys').select('key').execute()).toEqual([])
+  })
+
+  it('a POST refused for a condition it does not evaluate leaves its key unclaimed', async () => {
+    const refused = await t.inject(acme, {
+      method: 'POST',
+      url: '/api/v1/contacts',
+      payload: { email: 'cond@example.com' },
+      headers: { 'idempotency-key': 'cond-1', 'if-match': '"x"' },
+    })
+    expectProblem(refused, 400, 'invalid_parameter')
+    expect(await t.db.selectFrom('idempotency_keys').select('key').execute()).toEqual([])
+    const created = await post('cond-1', { email: 'cond@example.com' })
+    expect(created.statusCode).toBe(201)
+    expect(created.headers['idempotent-replayed']).toBeUndefined()
   })
 
   it('keeps at most IDEMPOTENCY_KEYS_PER_ACCOUNT answers per account: the oldest are evicted, other accounts untouched', async () => {
