@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The PostgreSQL leg once more, through a transaction-mode PgBouncer this script starts itself
-# (README, "Behind a connection pooler"): the suite's PostgreSQL files with DATABASE_POOLER=transaction, then a short
-# concurrent load (mixed GET/POST, 32 connections) that must get no error and no non-2xx answer.
+# (README, "Behind a connection pooler"): the suite's PostgreSQL files with
+# DATABASE_POOLER=transaction, then a short concurrent load (mixed GET/POST, 32 connections) that
+# must get no error and no non-2xx answer.
 # Runs on its own (`bash .ci/pgbouncer-leg.sh [vitest file filters…]`) or from .ci/run; uses
 # TEST_DATABASE_URL when set (the server, reached directly), else a throwaway database of its own.
 set -euo pipefail
