@@ -3,13 +3,14 @@
 // stored contact bodies, or write a contact (new: with its tags, search terms and count) and its
 // event in one transaction, the service's statements — with the same driver and settings, then answers with
 // node:http. No framework, no validation, no rate limit, no log, no metrics. Plain JavaScript, no
-// loader. argv: the database URL (sqlite:FILE or postgres://…), the cursor secret, the port.
+// loader. argv: the database URL (sqlite:FILE or postgres://…), the cursor secret, the port, and
+// `fastify` to serve the same work behind a bare Fastify route instead (the framework's own cost).
 import { createHash, createHmac, hash, randomBytes, randomInt, timingSafeEqual } from 'node:crypto'
 import { createServer } from 'node:http'
 import SQLite from 'better-sqlite3'
 import pg from 'pg'
 
-const [url = '', secret = '', port = '0'] = process.argv.slice(2)
+const [url = '', secret = '', port = '0', framework = 'node:http'] = process.argv.slice(2)
 const PAGE = 50
 
 const KEY_SQL =
@@ -253,54 +254,70 @@ function changed(stored, patch) {
   }
 }
 
+const JSON_TYPE = 'application/json; charset=utf-8'
+
 function send(response, status, body) {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length })
+  response.writeHead(status, { 'content-type': JSON_TYPE, 'content-length': body.length })
   response.end(body)
 }
 
-/** One request; a failure is a 500 naming its error, so the bench's failed run says why. */
-async function serve(request, response) {
+/**
+ * One request, answered by `respond(status, body)`; `parsed` is its body when a framework has read
+ * it. A failure is a 500 naming its error, so the bench's failed run says why.
+ */
+async function serve(request, respond, parsed) {
   const header = request.headers.authorization ?? ''
   const account = await db.key(createHash('sha256').update(header.slice('Bearer '.length)).digest('hex'))
   if (!account) {
-    return send(response, 401, Buffer.from('{"code":"invalid_api_key"}'))
+    return respond(401, Buffer.from('{"code":"invalid_api_key"}'))
   }
   const [path = '', query = ''] = (request.url ?? '').split('?')
   if (request.method === 'PATCH' && path.startsWith('/api/v1/contacts/')) {
-    const patch = JSON.parse(await bodyOf(request))
+    const patch = parsed ?? JSON.parse(await bodyOf(request))
     const body = await db.update(account.tenant, path.slice('/api/v1/contacts/'.length), (stored) =>
       changed(stored, patch),
     )
-    return body === undefined
-      ? send(response, 404, Buffer.from('{"code":"not_found"}'))
-      : send(response, 200, Buffer.from(body))
+    return body === undefined ? respond(404, Buffer.from('{"code":"not_found"}')) : respond(200, Buffer.from(body))
   }
   if (request.method === 'POST' && path === '/api/v1/contacts') {
-    const input = JSON.parse(await bodyOf(request))
-    return send(response, 201, Buffer.from(await created(account.tenant, input)))
+    const input = parsed ?? JSON.parse(await bodyOf(request))
+    return respond(201, Buffer.from(await created(account.tenant, input)))
   }
   if (path === '/api/v1/me') {
     const { id, name, created_at } = account
-    return send(response, 200, Buffer.from(JSON.stringify({ object: 'account', id, name, created_at })))
+    return respond(200, Buffer.from(JSON.stringify({ object: 'account', id, name, created_at })))
   }
   if (path !== '/api/v1/contacts') {
-    return send(response, 404, Buffer.from('{"code":"not_found"}'))
+    return respond(404, Buffer.from('{"code":"not_found"}'))
   }
   const cursor = new URLSearchParams(query).get('after')
   const after = cursor === null ? '' : afterOf(cursor, account.tenant)
   if (after === undefined) {
-    return send(response, 400, Buffer.from('{"code":"invalid_cursor"}'))
+    return respond(400, Buffer.from('{"code":"invalid_cursor"}'))
   }
   const rows = await db.page(account.tenant, after, PAGE + 1)
   const shown = rows.slice(0, PAGE)
   const last = shown.at(-1)
   const next = rows.length > PAGE && last ? JSON.stringify(cursorOf(account.tenant, last.id)) : 'null'
-  send(response, 200, Buffer.from(`{"contacts":[${shown.map((row) => row.body).join(',')}],"next_cursor":${next}}`))
+  respond(200, Buffer.from(`{"contacts":[${shown.map((row) => row.body).join(',')}],"next_cursor":${next}}`))
 }
 
-createServer((request, response) => {
-  serve(request, response).catch((error) => send(response, 500, Buffer.from(JSON.stringify({ error: String(error) }))))
-}).listen(Number(port), '127.0.0.1')
+if (framework === 'fastify') {
+  const { default: Fastify } = await import('fastify')
+  const app = Fastify()
+  app.route({
+    method: ['GET', 'POST', 'PATCH'],
+    url: '/*',
+    handler: (request, reply) =>
+      serve(request.raw, (status, body) => reply.code(status).type(JSON_TYPE).send(body), request.body),
+  })
+  await app.listen({ port: Number(port), host: '127.0.0.1' })
+} else {
+  createServer((request, response) => {
+    const respond = (status, body) => send(response, status, body)
+    serve(request, respond).catch((error) => respond(500, Buffer.from(JSON.stringify({ error: String(error) }))))
+  }).listen(Number(port), '127.0.0.1')
+}
 
 // A clean exit on SIGTERM, so `--cpu-prof` writes its profile.
 process.once('SIGTERM', () => process.exit(0))
