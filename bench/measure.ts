@@ -154,6 +154,8 @@ export const RAW_MIN_BUSY = 0.95
 export interface Request {
   method: LoadSpec['method']
   path: string
+  /** The status every answer under load must have. */
+  status: number
   body?: string
   ids?: string[]
   headers: Record<string, string>
@@ -184,13 +186,22 @@ export async function measure(
   const loadBefore = os.loadavg()[0] ?? 0
   const answeredBefore = await answeredByStatus(target.url)
   const results = await load(spec, taskset, target.pid, target.beforeEach ?? (async () => []))
+  const answered = statusesSince(answeredBefore, await answeredByStatus(target.url))
   for (const result of results) {
     if (result.non2xx > 0 || result.errors > 0 || result.timeouts > 0) {
-      const statuses = { ...result.statuses, ...errorStatusesSince(answeredBefore, await answeredByStatus(target.url)) }
+      const statuses = { ...result.statuses, ...answered }
       throw new Error(
         `${label}: ${result.non2xx} error statuses (${JSON.stringify(statuses)}), ${result.errors} errors, ${result.timeouts} timeouts; one more request now: ${await sampleAnswer(target.url, request)}`,
       )
     }
+  }
+  // wrk counts only statuses ≥ 400: a 304 that turned into 200s would measure full pages unseen.
+  // The server's own count tells (a server without /metrics has none to check).
+  const others = Object.entries(answered).filter(([status]) => status !== String(request.status))
+  if (others.length > 0) {
+    throw new Error(
+      `${label}: answered ${JSON.stringify(answered)} under load, expected only ${request.status}; one more request now: ${await sampleAnswer(target.url, request)}`,
+    )
   }
   const summary: Measured = {
     rounds: results,
@@ -233,14 +244,19 @@ async function send(base: string, request: Request, tag: string): Promise<Respon
 
 /**
  * The server's answers so far by status, from its own http_requests_total (wrk counts error
- * statuses, not which); empty for a server without /metrics (raw node:http).
+ * statuses, not which), its /metrics requests left out; empty for a server without /metrics
+ * (raw node:http, the minimal server).
  */
 async function answeredByStatus(base: string): Promise<Map<string, number>> {
   const counts = new Map<string, number>()
   try {
-    const text = await (await fetch(`${base}/metrics`)).text()
-    for (const [, status = '', value] of text.matchAll(/^http_requests_total\{[^}]*status="(\d+)"[^}]*\} (\d+)$/gm)) {
-      counts.set(status, (counts.get(status) ?? 0) + Number(value))
+    const response = await fetch(`${base}/metrics`)
+    const text = response.ok ? await response.text() : ''
+    for (const [, labels = '', value] of text.matchAll(/^http_requests_total\{([^}]*)\} (\d+)$/gm)) {
+      const status = /status="(\d+)"/.exec(labels)?.[1]
+      if (status !== undefined && !labels.includes('route="/metrics"')) {
+        counts.set(status, (counts.get(status) ?? 0) + Number(value))
+      }
     }
   } catch {
     // No metrics: the statuses stay unknown.
@@ -248,12 +264,12 @@ async function answeredByStatus(base: string): Promise<Map<string, number>> {
   return counts
 }
 
-/** The non-2xx answers between two counts, by status. */
-function errorStatusesSince(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+/** The answers between two counts, by status. */
+function statusesSince(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
   const statuses: Record<string, number> = {}
   for (const [status, count] of after) {
     const more = count - (before.get(status) ?? 0)
-    if (!status.startsWith('2') && more > 0) {
+    if (more > 0) {
       statuses[status] = more
     }
   }
@@ -345,6 +361,13 @@ export async function measureMinimal(
 ): Promise<Measured> {
   const baseline = await startBaseline(['bench/minimal-server.mjs', database.url, database.secret], taskset, cleanups)
   try {
+    // It has no /metrics: one answer is checked before the load instead.
+    const answer = await send(baseline.base, request, 'probe')
+    if (answer.status !== request.status) {
+      throw new Error(
+        `${label}: status ${answer.status}, expected ${request.status}: ${(await answer.text()).slice(0, 300)}`,
+      )
+    }
     const target = { url: baseline.base, pid: baseline.pid }
     return await measure(
       options,

@@ -166,6 +166,7 @@ export async function runDb(
     }
     const request: Request = {
       method: scenario.method,
+      status: scenario.status,
       path: typeof scenario.path === 'function' ? scenario.path(ctx) : scenario.path,
       ...(scenario.body === undefined ? {} : { body: scenario.body }),
       ...(scenario.ids ? { ids: scenario.ids(ctx) } : {}),
@@ -221,7 +222,12 @@ export async function runDb(
     // RSS of the lean process under the same loads: one round each, no baseline.
     const lean = await startMode('api-only')
     for (const scenario of chosen) {
-      const request = requests.get(scenario.name) as Request
+      const taken = requests.get(scenario.name) as Request
+      // Headers taken from an answer (the polling client's ETag) are taken again: the writes
+      // measured since may have changed the list, and a stale tag would be answered 200.
+      const request = scenario.headers
+        ? { ...taken, headers: { ...ctx.headers, ...(await scenario.headers({ ...ctx, base: lean.base })) } }
+        : taken
       const ours = await measure(
         options,
         taskset,

@@ -166,7 +166,13 @@ function benchKit(options: Options, taskset: boolean): BenchKit {
     load,
     measureCreate: async (db, url, pid, backends, headers) => {
       const create = SCENARIOS.find((s) => s.name === 'create') as Scenario
-      const request = { method: create.method, path: create.path as string, body: create.body as string, headers }
+      const request = {
+        method: create.method,
+        status: create.status,
+        path: create.path as string,
+        body: create.body as string,
+        headers,
+      }
       return measure(
         options,
         taskset,
