@@ -161,10 +161,18 @@ export interface Request {
   headers: Record<string, string>
 }
 
+/** A server under load: its URL, its process (for its CPU) and what else to count with it. */
+export interface MeasureTarget {
+  url: string
+  pid: number | undefined
+  /** The PostgreSQL backends' pids, read before each round: their CPU is the request's too. */
+  beforeEach?: () => Promise<number[]>
+}
+
 export async function measure(
   options: MeasureOptions,
   taskset: boolean,
-  target: { url: string; pid: number | undefined; beforeEach?: () => Promise<number[]> },
+  target: MeasureTarget,
   request: Request,
   label: string,
   rounds = options.rounds,
@@ -203,7 +211,16 @@ export async function measure(
       `${label}: answered ${JSON.stringify(answered)} under load, expected only ${request.status}; one more request now: ${await sampleAnswer(target.url, request)}`,
     )
   }
-  const summary: Measured = {
+  const summary = summarize(results, [loadBefore, os.loadavg()[0] ?? 0])
+  log(
+    `  ${label.padEnd(28)} ${Math.round(summary.rps).toString().padStart(6)} req/s  p50 ${summary.p50.toFixed(2)} ms  p99 ${summary.p99.toFixed(2)} ms  rss ${(summary.rss / 2 ** 20).toFixed(0)} MiB  cpu ${summary.cpuUsPerRequest.toFixed(0)} µs/req${summary.dbCpuUsPerRequest > 0 ? ` (db ${summary.dbCpuUsPerRequest.toFixed(0)})` : ''}  core ${(summary.busy * 100).toFixed(0)} %, ${summary.engine} ${(summary.generatorBusy * 100).toFixed(0)} %`,
+  )
+  return summary
+}
+
+/** Medians over rounds (the peak for RSS). */
+function summarize(results: Round[], loadAverage: [number, number]): Measured {
+  return {
     rounds: results,
     engine: results[0]?.engine ?? 'wrk',
     rps: median(results.map((r) => r.rps)),
@@ -214,12 +231,33 @@ export async function measure(
     dbCpuUsPerRequest: median(results.map((r) => r.dbCpuUsPerRequest)),
     busy: median(results.map((r) => r.busy)),
     generatorBusy: median(results.map((r) => r.generatorBusy)),
-    loadAverage: [loadBefore, os.loadavg()[0] ?? 0],
+    loadAverage,
   }
-  log(
-    `  ${label.padEnd(28)} ${Math.round(summary.rps).toString().padStart(6)} req/s  p50 ${summary.p50.toFixed(2)} ms  p99 ${summary.p99.toFixed(2)} ms  rss ${(summary.rss / 2 ** 20).toFixed(0)} MiB  cpu ${summary.cpuUsPerRequest.toFixed(0)} µs/req${summary.dbCpuUsPerRequest > 0 ? ` (db ${summary.dbCpuUsPerRequest.toFixed(0)})` : ''}  core ${(summary.busy * 100).toFixed(0)} %, ${summary.engine} ${(summary.generatorBusy * 100).toFixed(0)} %`,
+}
+
+/**
+ * Servers measured round by round in turn (A B A B …), each round with its warm-up, so that a drift
+ * of the machine or the database through the run (a cache warming, a checkpoint) falls on all of
+ * them alike; each summary is over that server's rounds.
+ */
+export async function measureAlternately(
+  options: MeasureOptions,
+  taskset: boolean,
+  servers: ReadonlyArray<{ target: MeasureTarget; label: string }>,
+  request: Request,
+): Promise<Measured[]> {
+  const measured: Measured[][] = servers.map(() => [])
+  for (let round = 1; round <= options.rounds; round++) {
+    for (const [index, { target, label }] of servers.entries()) {
+      measured[index]?.push(await measure(options, taskset, target, request, `${label} (round ${round})`, 1))
+    }
+  }
+  return measured.map((rounds) =>
+    summarize(
+      rounds.flatMap((one) => one.rounds),
+      [rounds[0]?.loadAverage[0] ?? 0, rounds.at(-1)?.loadAverage[1] ?? 0],
+    ),
   )
-  return summary
 }
 
 /** One answer of the server, as the raw baseline will repeat it. */
@@ -350,33 +388,25 @@ async function startBaseline(argv: string[], taskset: boolean, cleanups: Array<(
   return { base, pid: server.pid, stop }
 }
 
-/** The minimal same-work server (bench/minimal-server.mjs) on the same database, measured as ours. */
-export async function measureMinimal(
-  options: MeasureOptions,
+/**
+ * The minimal same-work server (bench/minimal-server.mjs) on the same database, started beside ours
+ * (on the same core, idle while the other is measured) and checked on one answer: it has no /metrics.
+ */
+export async function startMinimal(
   taskset: boolean,
   database: { url: string; secret: string; backends: (() => Promise<number[]>) | undefined },
   request: Request,
   label: string,
   cleanups: Array<() => Promise<void>>,
-): Promise<Measured> {
+): Promise<{ target: MeasureTarget; stop: () => Promise<void> }> {
   const baseline = await startBaseline(['bench/minimal-server.mjs', database.url, database.secret], taskset, cleanups)
-  try {
-    // It has no /metrics: one answer is checked before the load instead.
-    const answer = await send(baseline.base, request, 'probe')
-    if (answer.status !== request.status) {
-      throw new Error(
-        `${label}: status ${answer.status}, expected ${request.status}: ${(await answer.text()).slice(0, 300)}`,
-      )
-    }
-    const target = { url: baseline.base, pid: baseline.pid }
-    return await measure(
-      options,
-      taskset,
-      database.backends ? { ...target, beforeEach: database.backends } : target,
-      request,
-      label,
-    )
-  } finally {
+  const answer = await send(baseline.base, request, 'probe')
+  if (answer.status !== request.status) {
     await baseline.stop()
+    throw new Error(
+      `${label}: status ${answer.status}, expected ${request.status}: ${(await answer.text()).slice(0, 300)}`,
+    )
   }
+  const target = { url: baseline.base, pid: baseline.pid }
+  return { target: database.backends ? { ...target, beforeEach: database.backends } : target, stop: baseline.stop }
 }

@@ -9,15 +9,17 @@ import pg from 'pg'
 import { type ExplainedFilter, explainFilters, formatExplained } from './explain.js'
 import {
   type Db,
+  type Measured,
   MINIMAL_SCENARIOS,
   type Mode,
   measure,
-  measureMinimal,
+  measureAlternately,
   measureRaw,
   probe,
   type Request,
   type ScenarioResult,
   SERVER_CORE,
+  startMinimal,
 } from './measure.js'
 import { freePort, log, RESULTS, ROOT, spawnNode, stopProcess, waitForHttp } from './processes.js'
 import type { Options } from './run-options.js'
@@ -182,26 +184,38 @@ export async function runDb(
     if (!chosen.includes(scenario)) {
       continue
     }
-    const ours = await measure(
-      options,
-      taskset,
-      { url: base, pid: server.pid, ...(backends ? { beforeEach: backends } : {}) },
-      request,
-      `${db} ${scenario.name}`,
-    )
-    // Raw node:http with this scenario's own answer, right after ours (same minute, same load).
-    const raw = await measureRaw(options, taskset, answer, request, `raw ${scenario.name}`, cleanups)
-    // And the least code doing the same database work, right after: the anchor of the request's cost.
-    const minimal = MINIMAL_SCENARIOS.has(scenario.name)
-      ? await measureMinimal(
+    const oursTarget = { url: base, pid: server.pid, ...(backends ? { beforeEach: backends } : {}) }
+    const label = `${db} ${scenario.name}`
+    let ours: Measured
+    // The least code doing the same database work, the anchor of the request's cost: its rounds
+    // alternate with ours.
+    let minimal: Measured | undefined
+    if (MINIMAL_SCENARIOS.has(scenario.name)) {
+      const baseline = await startMinimal(
+        taskset,
+        { url: databaseUrl, secret, backends },
+        request,
+        `minimal ${scenario.name}`,
+        cleanups,
+      )
+      try {
+        ;[ours, minimal] = (await measureAlternately(
           options,
           taskset,
-          { url: databaseUrl, secret, backends },
+          [
+            { target: oursTarget, label },
+            { target: baseline.target, label: `minimal ${scenario.name}` },
+          ],
           request,
-          `minimal ${scenario.name}`,
-          cleanups,
-        )
-      : undefined
+        )) as [Measured, Measured]
+      } finally {
+        await baseline.stop()
+      }
+    } else {
+      ours = await measure(options, taskset, oursTarget, request, label)
+    }
+    // Raw node:http with this scenario's own answer, right after (same minute, same load).
+    const raw = await measureRaw(options, taskset, answer, request, `raw ${scenario.name}`, cleanups)
     results.push({
       db,
       mode: 'serve',
