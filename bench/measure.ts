@@ -6,7 +6,19 @@ import os from 'node:os'
 import path from 'node:path'
 import { createInterface } from 'node:readline'
 import type { LoadResult, LoadSpec } from './load.js'
-import { cpuMsOf, freePort, log, median, RESULTS, rssOf, spawnNode, stopProcess, waitForHttp } from './processes.js'
+import {
+  CLOCK_TICKS,
+  cpuMsOf,
+  cpuTicksOf,
+  freePort,
+  log,
+  median,
+  RESULTS,
+  rssOf,
+  spawnNode,
+  stopProcess,
+  waitForHttp,
+} from './processes.js'
 import type { Scenario } from './scenarios.js'
 import { render } from './template.js'
 
@@ -65,7 +77,7 @@ export async function load(
   const serverPids = serverPid === undefined ? [] : [serverPid]
   let backendPids: number[] = []
   let cpuBefore = 0
-  let dbCpuBefore = 0
+  let dbTicksBefore = new Map<number, number>()
   const sampler = setInterval(() => {
     rss = Math.max(rss, rssOf(serverPid))
   }, 200)
@@ -79,10 +91,10 @@ export async function load(
       } else if ('start' in message) {
         rss = rssOf(serverPid)
         cpuBefore = cpuMsOf(serverPids)
-        dbCpuBefore = cpuMsOf(backendPids)
+        dbTicksBefore = new Map(backendPids.map((pid) => [pid, cpuTicksOf(pid)]))
       } else {
         const serverMs = cpuMsOf(serverPids) - cpuBefore
-        const dbMs = cpuMsOf(backendPids) - dbCpuBefore
+        const dbMs = backendCpuMsSince(dbTicksBefore)
         const perRequest = (ms: number) => (message.ok > 0 ? (ms * 1000) / message.ok : Number.NaN)
         rounds.push({
           ...message,
@@ -147,6 +159,22 @@ export interface ScenarioResult extends Measured {
 
 /** The scenarios bench/minimal-server.mjs serves. */
 export const MINIMAL_SCENARIOS: ReadonlySet<string> = new Set(['me', 'list', 'list-deep', 'create', 'patch'])
+
+/**
+ * The CPU the backends used since `before` (ticks by pid). A backend that ended meanwhile is left
+ * out, not counted as going back to 0: another server's pool closes its idle connections while this
+ * one is measured (the minimal server's, whose rounds alternate with ours).
+ */
+function backendCpuMsSince(before: ReadonlyMap<number, number>): number {
+  let ticks = 0
+  for (const [pid, then] of before) {
+    const now = cpuTicksOf(pid)
+    if (now >= then) {
+      ticks += now - then
+    }
+  }
+  return (ticks * 1000) / CLOCK_TICKS
+}
 
 /** The raw baseline counts only when its server was the limit: ≥ 95 % of its core. */
 export const RAW_MIN_BUSY = 0.95
