@@ -19,7 +19,6 @@ import {
   stopProcess,
   waitForHttp,
 } from './processes.js'
-import type { Scenario } from './scenarios.js'
 import { render } from './template.js'
 
 export type Db = 'sqlite' | 'postgres'
@@ -353,13 +352,11 @@ async function sampleAnswer(base: string, request: Request): Promise<string> {
 }
 
 /** Sends one request of the scenario and checks its status and body; returns the answer. */
-export async function probe(base: string, scenario: Scenario, request: Request): Promise<Captured> {
+export async function probe(base: string, label: string, request: Request): Promise<Captured> {
   const res = await send(base, request, 'probe')
   const body = Buffer.from(await res.arrayBuffer())
-  if (res.status !== scenario.status) {
-    throw new Error(
-      `${scenario.name}: status ${res.status}, expected ${scenario.status}: ${body.toString().slice(0, 300)}`,
-    )
+  if (res.status !== request.status) {
+    throw new Error(`${label}: status ${res.status}, expected ${request.status}: ${body.toString().slice(0, 300)}`)
   }
   return { status: res.status, headers: [...res.headers].filter(([name]) => !OWN_HEADERS.has(name)), body }
 }
@@ -428,13 +425,10 @@ export async function startMinimal(
   cleanups: Array<() => Promise<void>>,
 ): Promise<{ target: MeasureTarget; stop: () => Promise<void> }> {
   const baseline = await startBaseline(['bench/minimal-server.mjs', database.url, database.secret], taskset, cleanups)
-  const answer = await send(baseline.base, request, 'probe')
-  if (answer.status !== request.status) {
+  await probe(baseline.base, label, request).catch(async (error: unknown) => {
     await baseline.stop()
-    throw new Error(
-      `${label}: status ${answer.status}, expected ${request.status}: ${(await answer.text()).slice(0, 300)}`,
-    )
-  }
+    throw error
+  })
   const target = { url: baseline.base, pid: baseline.pid }
   return { target: database.backends ? { ...target, beforeEach: database.backends } : target, stop: baseline.stop }
 }

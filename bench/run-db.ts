@@ -176,7 +176,7 @@ export async function runDb(
     }
     requests.set(scenario.name, request)
     // Every scenario is checked once, even when not measured, so the quick run proves them all.
-    const answer = await probe(base, scenario, request)
+    const answer = await probe(base, scenario.name, request)
     const problem = scenario.check?.(answer.body.toString(), ctx)
     if (problem) {
       throw new Error(`${db} ${scenario.name}: ${problem}`)
