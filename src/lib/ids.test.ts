@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { firstIdAt, idPattern, newId, timeOfId } from './ids.js'
+import { firstIdAt, idOfParts, idPattern, newId, timeOfId, ULID_PARTS, writeUlidParts } from './ids.js'
 
 const BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 /** The 80-bit random part of an id, as a number. */
@@ -40,5 +40,34 @@ describe('timeOfId', () => {
       expect(timeOfId(firstIdAt('request', ms))).toBe(ms)
       expect(timeOfId(firstIdAt('webhookDelivery', ms))).toBe(ms)
     }
+  })
+})
+
+describe('writeUlidParts and idOfParts', () => {
+  it('hold an id as numbers that make the same id again, and sort as the ids do', () => {
+    const ids = [
+      firstIdAt('request', 0),
+      firstIdAt('request', 2 ** 48 - 1),
+      'req_7ZZZZZZZZZZZZZZZZZZZZZZZZZ',
+      'req_01M8KQTN7RE5ZWEVNFWH70R1NX',
+      'req_01M8KQTN7RE5ZWEVNFWH70R1NW',
+      ...Array.from({ length: 200 }, () => newId('request')),
+    ]
+    const parts = new Float64Array(ids.length * ULID_PARTS)
+    for (const [at, id] of ids.entries()) {
+      writeUlidParts(id, parts, at * ULID_PARTS)
+    }
+    expect(ids.map((_, at) => idOfParts('request', parts, at * ULID_PARTS))).toEqual(ids)
+    const byParts = (a: number, b: number): number => {
+      for (let part = 0; part < ULID_PARTS; part++) {
+        const difference = (parts[a * ULID_PARTS + part] as number) - (parts[b * ULID_PARTS + part] as number)
+        if (difference !== 0) {
+          return difference
+        }
+      }
+      return 0
+    }
+    const sortedByParts = ids.map((_, at) => at).sort(byParts)
+    expect(sortedByParts.map((at) => ids[at])).toEqual([...ids].sort())
   })
 })

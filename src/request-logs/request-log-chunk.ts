@@ -1,8 +1,8 @@
 // A chunk of one tenant's request log, as the writer builds it and the table stores it
 // (docs/request-log.md#how-entries-are-stored). An entry is copied into the open chunk's columns
-// when it is recorded, so only its id outlives its request until the write: held entries would
-// survive the young generation and be paid for by the major collections.
-import { timeOfId } from '../lib/ids.js'
+// when it is recorded, its id as numbers, so nothing of a request outlives it until the write: held
+// strings and entries would be moved by every young-generation collection, then promoted.
+import { idOfParts, timeOfId, ULID_PARTS, writeUlidParts } from '../lib/ids.js'
 import { byId, type StoredEntry } from './request-log.js'
 
 /**
@@ -31,11 +31,13 @@ const FIRST_CAPACITY = 16
 export interface OpenChunk {
   readonly day: number
   size: number
-  firstId: string
-  lastId: string
+  /** Where the entries with the oldest and the newest id are. */
+  firstAt: number
+  lastAt: number
   firstTime: number
   lastTime: number
-  readonly ids: string[]
+  /** Each entry's id, as ULID_PARTS numbers. */
+  idParts: Float64Array
   texts: Uint16Array
   statuses: Uint16Array
   durations: Float64Array
@@ -60,11 +62,11 @@ export function openChunk(time: number): OpenChunk {
   return {
     day: dayOfTime(time),
     size: 0,
-    firstId: '',
-    lastId: '',
+    firstAt: 0,
+    lastAt: 0,
     firstTime: time,
     lastTime: time,
-    ids: [],
+    idParts: new Float64Array(FIRST_CAPACITY * ULID_PARTS),
     texts: new Uint16Array(FIRST_CAPACITY * TEXT_FIELDS.length),
     statuses: new Uint16Array(FIRST_CAPACITY),
     durations: new Float64Array(FIRST_CAPACITY),
@@ -89,16 +91,15 @@ export function addToChunk(chunk: OpenChunk, entry: StoredEntry, time: number): 
   if (at === chunk.statuses.length) {
     grow(chunk)
   }
-  const id = entry[0]
-  if (at === 0 || id < chunk.firstId) {
-    chunk.firstId = id
+  writeUlidParts(entry[0], chunk.idParts, at * ULID_PARTS)
+  if (at === 0 || idBefore(chunk.idParts, at, chunk.firstAt)) {
+    chunk.firstAt = at
   }
-  if (at === 0 || id > chunk.lastId) {
-    chunk.lastId = id
+  if (at === 0 || idBefore(chunk.idParts, chunk.lastAt, at)) {
+    chunk.lastAt = at
   }
   chunk.firstTime = first
   chunk.lastTime = last
-  chunk.ids.push(id)
   for (let field = 0; field < TEXT_FIELDS.length; field++) {
     const text = entry[TEXT_FIELDS[field] as number] as string | null
     chunk.texts[at * TEXT_FIELDS.length + field] = text === null ? NO_TEXT : indexOf(chunk, text)
@@ -125,11 +126,26 @@ function grow(chunk: OpenChunk): void {
     next.set(array)
     return next
   }
+  chunk.idParts = larger(chunk.idParts, (n) => new Float64Array(n), ULID_PARTS)
   chunk.texts = larger(chunk.texts, (n) => new Uint16Array(n), TEXT_FIELDS.length)
   chunk.statuses = larger(chunk.statuses, (n) => new Uint16Array(n))
   chunk.durations = larger(chunk.durations, (n) => new Float64Array(n))
   chunk.replayed = larger(chunk.replayed, (n) => new Uint8Array(n))
 }
+
+/** Whether the entry at `a` has an older id than the one at `b`: ULIDs sort as their numbers do. */
+function idBefore(parts: Float64Array, a: number, b: number): boolean {
+  for (let part = 0; part < ULID_PARTS; part++) {
+    const x = parts[a * ULID_PARTS + part] as number
+    const y = parts[b * ULID_PARTS + part] as number
+    if (x !== y) {
+      return x < y
+    }
+  }
+  return false
+}
+
+const idAt = (chunk: OpenChunk, at: number): string => idOfParts('request', chunk.idParts, at * ULID_PARTS)
 
 function indexOf(chunk: OpenChunk, text: string): number {
   let index = chunk.indexes.get(text)
@@ -145,7 +161,7 @@ export function closeChunk(chunk: OpenChunk): StoredChunk {
   const entries: Array<(string | number | null)[]> = new Array(chunk.size)
   for (let at = 0; at < chunk.size; at++) {
     entries[at] = [
-      chunk.ids[at] as string,
+      idAt(chunk, at),
       textAt(chunk, at, 0),
       textAt(chunk, at, 1),
       textAt(chunk, at, 2),
@@ -161,8 +177,8 @@ export function closeChunk(chunk: OpenChunk): StoredChunk {
   }
   return {
     day: chunk.day,
-    firstId: chunk.firstId,
-    lastId: chunk.lastId,
+    firstId: idAt(chunk, chunk.firstAt),
+    lastId: idAt(chunk, chunk.lastAt),
     size: chunk.size,
     text: JSON.stringify([chunk.strings, entries]),
   }
