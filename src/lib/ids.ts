@@ -1,6 +1,6 @@
 // Public ids: a type prefix and a ULID body (48-bit ms time + 80 random bits, Crockford base32),
 // so sorting by id is creation order and inserts stay at the right edge of the index.
-import { randomBytes, randomFillSync } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 
 const ID_PREFIXES = {
   account: 'acct',
@@ -39,9 +39,20 @@ export function newId(kind: IdKind, now = Date.now()): string {
     addToRandom(state.random, randomStep())
   } else {
     state.time = now
-    state.random.set(randomBytes(10))
+    const at = drawRandom(state.random.length)
+    state.random.set(randomPool.subarray(at, at + state.random.length))
   }
-  return `${ID_PREFIXES[kind]}_${encodeTime(state.time)}${encodeRandom(state.random)}`
+  const random = state.random
+  return idString(kind, state.time, fortyBits(random, 0), fortyBits(random, 5))
+}
+
+/** Five bytes, big-endian, as a number: half of a ULID's random part. */
+function fortyBits(bytes: Uint8Array, from: number): number {
+  let value = 0
+  for (let at = from; at < from + 5; at++) {
+    value = value * 256 + (bytes[at] as number)
+  }
+  return value
 }
 
 /** The pattern of a well-formed id of this kind (used by route schemas). */
@@ -69,8 +80,7 @@ export function timeOfId(id: string): number {
  * The smallest id of this kind made at `ms` or later: every id made before `ms` sorts below it, so
  * a time range becomes a range of ids. A time before 1970 is read as 1970: no id is older.
  */
-export const firstIdAt = (kind: IdKind, ms: number): string =>
-  `${ID_PREFIXES[kind]}_${encodeTime(Math.min(Math.max(ms, 0), MAX_TIME))}${'0'.repeat(16)}`
+export const firstIdAt = (kind: IdKind, ms: number): string => idString(kind, Math.min(Math.max(ms, 0), MAX_TIME), 0, 0)
 
 /** The numbers an id's ULID is held as: its time, then its random part's high and low 40 bits. */
 export const ULID_PARTS = 3
@@ -96,38 +106,61 @@ function digitsValue(id: string, from: number, count: number): number {
 }
 
 /** The id of this kind whose ULID writeUlidParts wrote at `from[at]`. */
-export function idOfParts(kind: IdKind, from: Float64Array, at: number): string {
-  const codes = ulidCodes
-  writeDigits(codes, 0, 10, from[at] as number)
-  writeDigits(codes, 10, 8, from[at + 1] as number)
-  writeDigits(codes, 18, 8, from[at + 2] as number)
-  return `${ID_PREFIXES[kind]}_${String.fromCharCode(...codes)}`
-}
+export const idOfParts = (kind: IdKind, from: Float64Array, at: number): string =>
+  idString(kind, from[at] as number, from[at + 1] as number, from[at + 2] as number)
 
-const ulidCodes = new Array<number>(26).fill(0)
 const CODE_OF_DIGIT = Array.from(BASE32, (digit) => digit.charCodeAt(0))
+/** Each kind's `prefix_` as character codes, with room for the ULID after it. */
+const ID_CODES = new Map(
+  Object.entries(ID_PREFIXES).map(([kind, prefix]) => [
+    kind,
+    Array.from(`${prefix}_${'0'.repeat(26)}`, (c) => c.charCodeAt(0)),
+  ]),
+)
+
+/**
+ * An id from its ULID's numbers, made in one piece: a string built by `+` is a tree of parts that
+ * every character read (timeOfId, the request log's writeUlidParts) and every write walks.
+ */
+function idString(kind: IdKind, time: number, high: number, low: number): string {
+  const codes = ID_CODES.get(kind) as number[]
+  const ulid = codes.length - 26
+  writeDigits(codes, ulid, 10, time)
+  writeDigits(codes, ulid + 10, 8, high)
+  writeDigits(codes, ulid + 18, 8, low)
+  return String.fromCharCode(...codes)
+}
 
 function writeDigits(codes: number[], from: number, count: number, value: number): void {
+  // Five digits (25 bits) at a time in integer arithmetic: the value itself may be past 2^32.
   let rest = value
-  for (let at = from + count - 1; at >= from; at--) {
-    codes[at] = CODE_OF_DIGIT[rest % 32] as number
-    rest = Math.floor(rest / 32)
+  let at = from + count - 1
+  while (at >= from) {
+    const block = rest % 2 ** 25
+    rest = (rest - block) / 2 ** 25
+    let bits = block
+    for (let digit = 0; digit < 5 && at >= from; digit++, at--) {
+      codes[at] = CODE_OF_DIGIT[bits & 31] as number
+      bits >>>= 5
+    }
   }
 }
 
-/** Random bytes drawn in blocks: one system call per 1,024 steps, not one per id. */
-const stepPool = Buffer.alloc(4096)
-let stepOffset = stepPool.length
+/** Random bytes drawn in blocks: one call into the system's generator per 4 KiB, not one per id. */
+const randomPool = Buffer.alloc(4096)
+let randomOffset = randomPool.length
 
-function randomStep(): number {
-  if (stepOffset + 4 > stepPool.length) {
-    randomFillSync(stepPool)
-    stepOffset = 0
+/** Where the next `bytes` unused random bytes are in randomPool. */
+function drawRandom(bytes: number): number {
+  if (randomOffset + bytes > randomPool.length) {
+    randomFillSync(randomPool)
+    randomOffset = 0
   }
-  const step = stepPool.readUInt32BE(stepOffset) + 1
-  stepOffset += 4
-  return step
+  randomOffset += bytes
+  return randomOffset - bytes
 }
+
+const randomStep = (): number => randomPool.readUInt32BE(drawRandom(4)) + 1
 
 function addToRandom(random: Uint8Array, step: number): void {
   let carry = step
@@ -137,31 +170,4 @@ function addToRandom(random: Uint8Array, step: number): void {
     carry = Math.floor(carry / 256) + Math.floor(sum / 256)
   }
   // Overflowing 80 bits needs about 2^48 ids in one millisecond: it cannot happen.
-}
-
-function encodeTime(ms: number): string {
-  let out = ''
-  let rest = ms
-  for (let i = 0; i < 10; i++) {
-    out = BASE32[rest % 32] + out
-    rest = Math.floor(rest / 32)
-  }
-  return out
-}
-
-function encodeRandom(bytes: Uint8Array): string {
-  // 80 bits → 16 base32 characters, 5 bits at a time.
-  let out = ''
-  let buffer = 0
-  let bits = 0
-  for (const byte of bytes) {
-    buffer = (buffer << 8) | byte
-    bits += 8
-    while (bits >= 5) {
-      out += BASE32[(buffer >> (bits - 5)) & 31]
-      bits -= 5
-    }
-    buffer &= (1 << bits) - 1
-  }
-  return out
 }
