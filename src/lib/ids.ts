@@ -20,8 +20,14 @@ export type IdKind = keyof typeof ID_PREFIXES
 const BASE32 = '0123456789ABCDEFGHJKMNPQRSTVWXYZ'
 /** A base32 digit's value by its character code; -1 for any other character, as indexOf gives. */
 const DIGIT_OF_CODE = Int8Array.from({ length: 128 }, (_, code) => BASE32.indexOf(String.fromCharCode(code)))
-/** Each kind's last time and random part: a kind's ids are made at its own callers' times. */
-const last = new Map<IdKind, { time: number; random: Uint8Array }>()
+/**
+ * Each kind's last time and random part, as the two 40-bit halves idString writes: a kind's ids are
+ * made at its own callers' times.
+ */
+const last = new Map<IdKind, { time: number; high: number; low: number }>()
+
+/** Half of a ULID's random part: 40 bits, 8 base32 digits. */
+const HALF = 2 ** 40
 
 /**
  * Monotonic per kind within this process: ids of one millisecond add a random step to the random
@@ -32,27 +38,23 @@ const last = new Map<IdKind, { time: number; random: Uint8Array }>()
 export function newId(kind: IdKind, now = Date.now()): string {
   let state = last.get(kind)
   if (!state) {
-    state = { time: -1, random: new Uint8Array(10) }
+    state = { time: -1, high: 0, low: 0 }
     last.set(kind, state)
   }
   if (now <= state.time) {
-    addToRandom(state.random, randomStep())
+    // The step carried from the low half into the high one. Overflowing 80 bits needs about 2^48
+    // ids in one millisecond: it cannot happen.
+    state.low += randomStep()
+    if (state.low >= HALF) {
+      state.low -= HALF
+      state.high += 1
+    }
   } else {
     state.time = now
-    const at = drawRandom(state.random.length)
-    state.random.set(randomPool.subarray(at, at + state.random.length))
+    state.high = randomPool.readUIntBE(drawRandom(5), 5)
+    state.low = randomPool.readUIntBE(drawRandom(5), 5)
   }
-  const random = state.random
-  return idString(kind, state.time, fortyBits(random, 0), fortyBits(random, 5))
-}
-
-/** Five bytes, big-endian, as a number: half of a ULID's random part. */
-function fortyBits(bytes: Uint8Array, from: number): number {
-  let value = 0
-  for (let at = from; at < from + 5; at++) {
-    value = value * 256 + (bytes[at] as number)
-  }
-  return value
+  return idString(kind, state.time, state.high, state.low)
 }
 
 /** The pattern of a well-formed id of this kind (used by route schemas). */
@@ -68,12 +70,7 @@ const MAX_TIME = 2 ** 48 - 1
 export function timeOfId(id: string): number {
   // By char code, without a slice: the request log reads the time of every request's id.
   const start = id.indexOf('_') + 1
-  const end = Math.min(start + 10, id.length)
-  let ms = 0
-  for (let at = start; at < end; at++) {
-    ms = ms * 32 + (DIGIT_OF_CODE[id.charCodeAt(at)] ?? -1)
-  }
-  return ms
+  return digitsValue(id, start, Math.min(10, id.length - start))
 }
 
 /**
@@ -97,6 +94,7 @@ export function writeUlidParts(id: string, into: Float64Array, at: number): void
   into[at + 2] = digitsValue(id, start + 18, 8)
 }
 
+/** The value of `count` base32 digits of `id` from `from`. */
 function digitsValue(id: string, from: number, count: number): number {
   let value = 0
   for (let at = from; at < from + count; at++) {
@@ -161,13 +159,3 @@ function drawRandom(bytes: number): number {
 }
 
 const randomStep = (): number => randomPool.readUInt32BE(drawRandom(4)) + 1
-
-function addToRandom(random: Uint8Array, step: number): void {
-  let carry = step
-  for (let i = random.length - 1; i >= 0 && carry > 0; i--) {
-    const sum = (random[i] ?? 0) + (carry % 256)
-    random[i] = sum % 256
-    carry = Math.floor(carry / 256) + Math.floor(sum / 256)
-  }
-  // Overflowing 80 bits needs about 2^48 ids in one millisecond: it cannot happen.
-}
