@@ -5,23 +5,12 @@
 //
 //   node --import tsx bench/side-by-side.ts --a=DIR --b=DIR [--a-env=NAME=VALUE,…] [--b-env=…]
 //     [--path=/api/v1/me] [--rounds=4] [--seconds=15] [--connections=50]
-import { type ChildProcess, spawn } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
-import { LOAD_CORE, SERVER_CORE } from './measure.js'
-import {
-  canPin,
-  cpuTicksOf,
-  freePort,
-  log,
-  median,
-  parseFlags,
-  ROOT,
-  spawnNode,
-  stopProcess,
-  waitForHttp,
-} from './processes.js'
+import { type Measured, measure, probe, type Request, SERVER_CORE } from './measure.js'
+import { canPin, freePort, log, median, parseFlags, ROOT, spawnNode, stopProcess, waitForHttp } from './processes.js'
 import { seedSqlite } from './seed.js'
 
 interface Options {
@@ -70,30 +59,6 @@ function parseOptions(argv: string[]): Options {
   }
 }
 
-interface Load {
-  requests: number
-  non2xx: number
-}
-
-/** wrk on the load core for `duration` seconds; its count of answers and of non-2xx ones. */
-function wrk(url: string, key: string, duration: number, connections: number, taskset: boolean): Promise<Load> {
-  const args = ['-t1', `-c${connections}`, `-d${duration}s`, '-H', `Authorization: Bearer ${key}`, url]
-  const child = taskset ? spawn('taskset', ['-c', String(LOAD_CORE), 'wrk', ...args]) : spawn('wrk', args)
-  let out = ''
-  child.stdout.on('data', (chunk) => {
-    out += chunk
-  })
-  return new Promise((resolve, reject) => {
-    child.once('error', reject)
-    child.once('exit', () =>
-      resolve({
-        requests: Number(/(\d+) requests in/.exec(out)?.[1] ?? 0),
-        non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0),
-      }),
-    )
-  })
-}
-
 /** Every server started and not yet stopped: stopped on any failure and on SIGINT or SIGTERM. */
 const running = new Set<ChildProcess>()
 
@@ -126,6 +91,12 @@ async function main(): Promise<void> {
       smallAccounts: 2,
       contactsPerSmallAccount: 5,
     })
+    const request: Request = {
+      method: 'GET',
+      path: urlPath,
+      status: 200,
+      headers: { authorization: `Bearer ${seed.big.key}` },
+    }
     const start = async (side: 'a' | 'b') => {
       // Each side its own copy of the same data.
       const file = path.join(dir, `${side}.sqlite`)
@@ -157,36 +128,28 @@ async function main(): Promise<void> {
       child.stderr?.on('data', (chunk) => {
         stderr = (stderr + chunk).slice(-4000)
       })
-      await waitForHttp(`http://127.0.0.1:${port}/healthz`, child, () => stderr)
-      const url = `http://127.0.0.1:${port}${urlPath}`
-      // wrk counts only 4xx and 5xx as errors: a redirect or any other answer than 2xx stops here.
-      const answer = await fetch(url, { headers: { authorization: `Bearer ${seed.big.key}` }, redirect: 'manual' })
-      await answer.arrayBuffer()
-      if (answer.status < 200 || answer.status > 299) {
-        throw new Error(`side ${side}: GET ${urlPath} answered ${answer.status}, not 2xx`)
-      }
-      return { side, child, url }
+      const base = `http://127.0.0.1:${port}`
+      await waitForHttp(`${base}/healthz`, child, () => stderr)
+      await probe(base, `side ${side}`, request)
+      return { side, child, base }
     }
+    // One round each, measured at once; measure() checks every answer's status by the server's count.
+    const once = { rounds: 1, warmup: 3, seconds, connections, engine: 'wrk' as const }
     for (let round = 1; round <= rounds; round++) {
-      const servers = [await start('a'), await start('b')]
-      await Promise.all(servers.map(({ url }) => wrk(url, seed.big.key, 3, connections, taskset)))
-      const before = servers.map(({ child }) => cpuTicksOf(child.pid))
-      const loads = await Promise.all(servers.map(({ url }) => wrk(url, seed.big.key, seconds, connections, taskset)))
-      const cpu = servers.map(({ child }, i) => cpuTicksOf(child.pid) - (before[i] as number))
-      await stopAll()
-      const [a, b] = loads.map((load, i) => {
-        if (load.requests === 0 || load.non2xx > 0) {
-          throw new Error(`side ${servers[i]?.side}: ${load.non2xx} answers of 400 or more of ${load.requests}`)
-        }
-        return { rps: load.requests / seconds, usPerRequest: ((cpu[i] as number) * 10_000) / load.requests }
-      }) as [{ rps: number; usPerRequest: number }, { rps: number; usPerRequest: number }]
-      // The same CPU buys 1 / (µs per request) requests: A's throughput against B's at equal CPU.
-      const ratio = b.usPerRequest / a.usPerRequest - 1
-      ratios.push(ratio)
-      log(
-        `round ${round}: A ${a.rps.toFixed(0)} req/s, ${a.usPerRequest.toFixed(1)} µs CPU/req | ` +
-          `B ${b.rps.toFixed(0)} req/s, ${b.usPerRequest.toFixed(1)} µs CPU/req | A's throughput at equal CPU ${(100 * ratio).toFixed(1)} %`,
+      // Started, and their loads started, in turn A B, then B A: whatever the order favours falls on both.
+      const order = round % 2 === 1 ? (['a', 'b'] as const) : (['b', 'a'] as const)
+      const servers = [await start(order[0]), await start(order[1])]
+      const measured = await Promise.all(
+        servers.map(({ side, child, base }) =>
+          measure(once, taskset, { url: base, pid: child.pid }, request, `${side.toUpperCase()} round ${round}`),
+        ),
       )
+      const [a, b] = (order[0] === 'a' ? measured : [...measured].reverse()) as [Measured, Measured]
+      await stopAll()
+      // The same CPU buys 1 / (µs per request) requests: A's throughput against B's at equal CPU.
+      const ratio = b.cpuUsPerRequest / a.cpuUsPerRequest - 1
+      ratios.push(ratio)
+      log(`round ${round}: A's throughput at equal CPU ${(100 * ratio).toFixed(1)} %`)
     }
   } finally {
     await stopAll()
