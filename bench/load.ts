@@ -109,6 +109,9 @@ interface WrkJson {
   mean_us: number
 }
 
+/** The wrk running now, if any: stopped with this process when its parent goes away. */
+let wrkGroup: number | undefined
+
 async function runWrk(spec: LoadSpec, seconds: number): Promise<LoadResult> {
   const tag = randomBytes(4).toString('hex')
   const script = path.join(os.tmpdir(), `bench-wrk-${process.pid}-${tag}.lua`)
@@ -121,8 +124,10 @@ async function runWrk(spec: LoadSpec, seconds: number): Promise<LoadResult> {
   const child = spawn(
     'bash',
     ['-c', 'wrk "$@"; code=$?; times; exit $code', 'wrk', ...args, '--latency', '-s', script, url],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
+    // Its own process group, so wrk goes with the shell when the load stops early.
+    { stdio: ['ignore', 'pipe', 'pipe'], detached: true },
   )
+  wrkGroup = child.pid
   let out = ''
   child.stdout.on('data', (chunk) => {
     out += chunk
@@ -131,6 +136,7 @@ async function runWrk(spec: LoadSpec, seconds: number): Promise<LoadResult> {
     out += chunk
   })
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  wrkGroup = undefined
   rmSync(script, { force: true })
   const line = /WRK_JSON (\{.*\})/.exec(out)?.[1]
   if (code !== 0 || !line) {
@@ -245,7 +251,6 @@ async function main(spec: LoadSpec): Promise<void> {
   }
   process.stdout.write('{"warm":true}\n')
   await new Promise((resolve) => process.stdin.once('data', resolve))
-  process.stdin.pause()
   for (let round = 0; round < spec.rounds; round++) {
     process.stdout.write(`${JSON.stringify({ start: round })}\n`)
     // The parent reads the server's CPU time on that line: give it the moment before the load starts.
@@ -254,10 +259,39 @@ async function main(spec: LoadSpec): Promise<void> {
   }
 }
 
+/** Stops the wrk running now, in its own process group (see runWrk), then this process. */
+function stopLoad(code: number): never {
+  try {
+    if (wrkGroup !== undefined) {
+      process.kill(-wrkGroup, 'SIGTERM')
+    }
+  } finally {
+    process.exit(code)
+  }
+}
+
+/**
+ * The load stops with its parent instead of running out its rounds against servers that are gone:
+ * when the parent's end closes this process's stdin (it finished, failed or was stopped), and on
+ * Ctrl-C, which no longer reaches wrk in its own process group.
+ */
+function stopWithParent(): void {
+  process.stdin.on('end', () => stopLoad(1))
+  process.once('SIGINT', () => stopLoad(130))
+  process.once('SIGTERM', () => stopLoad(143))
+  // Read from the start, the warm-up included: a stream at rest never sees its end. Nothing is
+  // lost: the parent writes its line only after the warm-up, once main() listens for it.
+  process.stdin.resume()
+}
+
 // The spec as JSON in argv[2] (bench/run.ts imports only the types and hasWrk).
 if (process.argv[1]?.endsWith(`${path.sep}load.ts`) && process.argv[2]) {
-  main(JSON.parse(process.argv[2]) as LoadSpec).catch((error: unknown) => {
-    process.stderr.write(`load: ${String(error)}\n`)
-    process.exitCode = 1
-  })
+  stopWithParent()
+  main(JSON.parse(process.argv[2]) as LoadSpec)
+    .catch((error: unknown) => {
+      process.stderr.write(`load: ${String(error)}\n`)
+      process.exitCode = 1
+    })
+    // A flowing stdin would keep the process alive once the rounds are done.
+    .finally(() => process.stdin.pause())
 }

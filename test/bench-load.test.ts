@@ -3,6 +3,7 @@
 // what it reports is what the server answered (answers, error statuses). Not a speed test: the
 // counts, not the rates, are asserted. Skipped where wrk is not installed (CI installs it).
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process'
+import { once } from 'node:events'
 import { createServer, type IncomingHttpHeaders } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { createInterface } from 'node:readline'
@@ -114,6 +115,51 @@ describe.skipIf(!hasWrk)('bench/load.ts with wrk', () => {
       expect(result.non2xx).toBeGreaterThan(0)
       expect(Math.abs(result.non2xx - result.ok)).toBeLessThanOrEqual(2)
       expect(result.rps).toBeCloseTo(result.ok / result.seconds)
+    } finally {
+      server.close()
+    }
+  })
+
+  it('stops its wrk and exits when its parent closes the pipe in the middle of a round', async () => {
+    const { seen, server, url } = await recordingServer(() => 200)
+    try {
+      const spec: LoadSpec = {
+        url,
+        method: 'GET',
+        path: '/api/v1/me',
+        headers: {},
+        connections: 2,
+        warmupSeconds: 0,
+        rounds: 1,
+        seconds: 60,
+      }
+      const load = spawn(process.execPath, ['--import', 'tsx', 'bench/load.ts', JSON.stringify(spec)], {
+        stdio: ['pipe', 'pipe', 'inherit'],
+      })
+      child = load
+      const lines = createInterface({ input: load.stdout as NodeJS.ReadableStream })[Symbol.asyncIterator]()
+      expect((await lines.next()).value).toBe('{"warm":true}')
+      load.stdin?.write('go\n')
+      expect((await lines.next()).value).toBe('{"start":0}')
+      while (seen.length === 0) {
+        await new Promise((resolve) => setTimeout(resolve, 50))
+      }
+
+      // As when the bench fails or is stopped: its end closes the pipe.
+      const exited = once(load, 'exit')
+      load.stdin?.end()
+      let timer: NodeJS.Timeout | undefined
+      const ranOn = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('the load generator ran on')), 10_000)
+      })
+      const [code] = (await Promise.race([exited, ranOn]).finally(() => clearTimeout(timer))) as [number | null]
+      expect(code).toBe(1)
+      // Its wrk went with it: the server's count stops moving.
+      await new Promise((resolve) => setTimeout(resolve, 300))
+      const settled = seen.length
+      await new Promise((resolve) => setTimeout(resolve, 500))
+      expect(seen.length).toBe(settled)
+      expect(spawnSync('pgrep', ['-f', `bench-wrk-${load.pid}-`]).status).toBe(1)
     } finally {
       server.close()
     }
