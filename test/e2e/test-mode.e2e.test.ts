@@ -51,6 +51,8 @@ describe.skipIf(!browserAvailable())('test mode in Chromium', () => {
       })
       expect(created.status).toBe(201)
       await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Contacts' }).click()
+      // Counted and looked at once the page has loaded, not while it is still the page before.
+      await page.waitForURL(`${e.base}/app/${accountId}/test/contacts`)
       expect(await page.getByRole('link', { name: 'Sandy' }).isVisible()).toBe(true)
 
       // Live mode does not show it, nor the test key.
@@ -69,6 +71,7 @@ describe.skipIf(!browserAvailable())('test mode in Chromium', () => {
       await page.getByText('All test data is being deleted').first().waitFor()
       await e.t.deps.testData.drain()
       await page.getByRole('navigation', { name: 'Sections' }).getByRole('link', { name: 'Contacts' }).click()
+      await page.waitForURL(`${e.base}/app/${accountId}/test/contacts`)
       expect(await page.getByRole('link', { name: 'Sandy' }).count()).toBe(0)
       await checkPage(page, viewport, 'test-mode-contacts-empty', false)
       await context.close()
