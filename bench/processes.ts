@@ -101,6 +101,51 @@ export async function waitForHttp(url: string, child: ChildProcess, stderr: () =
   throw new Error(`no answer from ${url} within 30 s: ${stderr()}`)
 }
 
+/**
+ * A build's server as the benches run it (`ROOT/dist/main.js serve`, production, no rate limit) on a
+ * free port of 127.0.0.1, pinned to `core`; `--api-only` with WEBHOOK_WORKER=off for the lean API
+ * process. `track` gets the process before it answers, so a failed start is stopped with the rest.
+ */
+export async function startService(options: {
+  root: string
+  core: number
+  taskset: boolean
+  databaseUrl: string
+  secret: string
+  apiOnly: boolean
+  track: (child: ChildProcess) => void
+  nodeArgs?: string[]
+  env?: Record<string, string>
+}): Promise<{ child: ChildProcess; base: string }> {
+  const port = await freePort()
+  const child = spawnNode(
+    [...(options.nodeArgs ?? []), 'dist/main.js', 'serve', ...(options.apiOnly ? ['--api-only'] : [])],
+    options.core,
+    options.taskset,
+    {
+      ...process.env,
+      DATABASE_URL: options.databaseUrl,
+      SECRET: options.secret,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      RATE_LIMIT_PER_SECOND: '0',
+      NODE_ENV: 'production',
+      ...(options.apiOnly ? { WEBHOOK_WORKER: 'off' } : {}),
+      ...options.env,
+    },
+    false,
+    options.root,
+  )
+  options.track(child)
+  let stderr = ''
+  child.stderr?.on('data', (chunk) => {
+    stderr = (stderr + chunk).slice(-4000)
+  })
+  const base = `http://127.0.0.1:${port}`
+  await waitForHttp(`${base}/healthz`, child, () => stderr)
+  return { child, base }
+}
+
 /** SIGTERM, then SIGKILL if the process has not exited 15 s later. */
 export async function stopProcess(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) {

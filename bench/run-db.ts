@@ -21,7 +21,7 @@ import {
   SERVER_CORE,
   startMinimal,
 } from './measure.js'
-import { freePort, log, RESULTS, ROOT, spawnNode, stopProcess, waitForHttp } from './processes.js'
+import { log, RESULTS, ROOT, startService, stopProcess } from './processes.js'
 import type { Options } from './run-options.js'
 import { SCENARIOS, type ScenarioContext } from './scenarios.js'
 import type { SeedResult } from './seed.js'
@@ -123,37 +123,20 @@ export async function runDb(
 
   /** `serve` as deployed, or `serve --api-only` with WEBHOOK_WORKER=off (the lean API process). */
   const startMode = async (mode: Mode) => {
-    const port = await freePort()
     const profileDir = path.join(RESULTS, 'profiles', mode === 'serve' ? db : `${db}-api-only`)
-    const nodeArgs = [
-      ...options.nodeFlags,
-      ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []),
-      'dist/main.js',
-      'serve',
-      ...(mode === 'api-only' ? ['--api-only'] : []),
-    ]
-    const env = {
-      ...process.env,
-      DATABASE_URL: databaseUrl,
-      SECRET: secret,
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      RATE_LIMIT_PER_SECOND: '0',
+    const { child: server, base } = await startService({
+      root: options.root,
+      core: SERVER_CORE,
+      taskset,
+      databaseUrl,
+      secret,
+      apiOnly: mode === 'api-only',
+      nodeArgs: [...options.nodeFlags, ...(options.cpuProf ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [])],
       // The full run seeds 1,000,000 contacts, the default quota: POST /contacts would be 403.
-      MAX_CONTACTS_PER_ACCOUNT: '1000000000',
-      NODE_ENV: 'production',
-      ...(mode === 'api-only' ? { WEBHOOK_WORKER: 'off' } : {}),
-    }
-    const server = spawnNode(nodeArgs, SERVER_CORE, taskset, env, false, options.root)
-    let serverErr = ''
-    server.stderr?.on('data', (chunk) => {
-      serverErr = (serverErr + chunk).slice(-4000)
+      env: { MAX_CONTACTS_PER_ACCOUNT: '1000000000' },
+      track: (child) => cleanups.push(() => stopProcess(child)),
     })
-    const stop = () => stopProcess(server)
-    cleanups.push(stop)
-    const base = `http://127.0.0.1:${port}`
-    await waitForHttp(`${base}/healthz`, server, () => serverErr)
-    return { server, base, stop }
+    return { server, base, stop: () => stopProcess(server) }
   }
 
   const chosen = SCENARIOS.filter((s) => !options.scenarios || options.scenarios.includes(s.name))

@@ -10,7 +10,7 @@ import { copyFileSync, existsSync, mkdtempSync, rmSync } from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { type Measured, measure, probe, type Request, SERVER_CORE } from './measure.js'
-import { canPin, freePort, log, median, parseFlags, ROOT, spawnNode, stopProcess, waitForHttp } from './processes.js'
+import { canPin, log, median, parseFlags, ROOT, startService, stopProcess } from './processes.js'
 import { seedSqlite } from './seed.js'
 
 interface Options {
@@ -104,32 +104,16 @@ async function main(): Promise<void> {
         rmSync(file + suffix, { force: true })
       }
       copyFileSync(seeded, file)
-      const port = await freePort()
-      const child = spawnNode(
-        ['dist/main.js', 'serve', '--api-only'],
-        SERVER_CORE,
+      const { child, base } = await startService({
+        root: roots[side],
+        core: SERVER_CORE,
         taskset,
-        {
-          ...process.env,
-          DATABASE_URL: `sqlite:${file}`,
-          SECRET: 'side-by-side-secret-side-by-side-secret',
-          PORT: String(port),
-          HOST: '127.0.0.1',
-          RATE_LIMIT_PER_SECOND: '0',
-          NODE_ENV: 'production',
-          WEBHOOK_WORKER: 'off',
-          ...env[side],
-        },
-        false,
-        roots[side],
-      )
-      running.add(child)
-      let stderr = ''
-      child.stderr?.on('data', (chunk) => {
-        stderr = (stderr + chunk).slice(-4000)
+        databaseUrl: `sqlite:${file}`,
+        secret: 'side-by-side-secret-side-by-side-secret',
+        apiOnly: true,
+        env: env[side],
+        track: (started) => running.add(started),
       })
-      const base = `http://127.0.0.1:${port}`
-      await waitForHttp(`${base}/healthz`, child, () => stderr)
       await probe(base, `side ${side}`, request)
       return { side, child, base }
     }
