@@ -74,13 +74,20 @@ async function main(): Promise<void> {
       throw new Error(`${root}/dist/main.js is missing: run \`npm run build\` there first`)
     }
   }
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  // The seed and each side's copy of it: removed at the end, on a failure and on a signal.
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'side-by-side-'))
+  for (const [signal, code] of [
+    ['SIGINT', 130],
+    ['SIGTERM', 143],
+  ] as const) {
     process.once(signal, () => {
-      void stopAll().finally(() => process.exit(130))
+      void stopAll().finally(() => {
+        rmSync(dir, { recursive: true, force: true })
+        process.exit(code)
+      })
     })
   }
   const taskset = canPin()
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'side-by-side-'))
   const ratios: number[] = []
   try {
     // This checkout's seed: both builds must read its schema (the same migrations).
